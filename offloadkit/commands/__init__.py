@@ -1,0 +1,1 @@
+"""Command-line verbs, one module each (see offloadkit.cli)."""

@@ -1,0 +1,1 @@
+"""numba kernels over columnar arrays: segmentation, GRO, checksums, paths, TCP, CPU."""

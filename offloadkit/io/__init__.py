@@ -1,0 +1,1 @@
+"""Reading and writing packets: tcpdump text and pcap files."""
