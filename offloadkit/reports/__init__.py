@@ -1,0 +1,20 @@
+"""The five netdev reports: their facts (loaded from data/, with sources) and, in
+``offloadkit/reports/<id>.py`` (``vlan-nat`` -> ``vlan_nat.py``), the scenario
+presets whose ``reproduce()`` returns a ``Reproduction`` table."""
+from __future__ import annotations
+
+import importlib
+
+from .facts import (REPORT_IDS, Fact, ReportFacts, Target, check_provenance, load_calibration,
+                    load_facts)
+from .table import Reproduction, Row, Tolerance
+
+__all__ = ["REPORT_IDS", "Fact", "ReportFacts", "Target", "Reproduction", "Row", "Tolerance",
+           "load_facts", "load_calibration", "check_provenance", "preset_module"]
+
+
+def preset_module(report_id: str):
+    """The preset module of a report (``offloadkit.reports.vlan_nat`` for ``vlan-nat``)."""
+    if report_id not in REPORT_IDS:
+        raise ValueError(f"unknown report {report_id!r}; the reports are {', '.join(REPORT_IDS)}")
+    return importlib.import_module(f"{__name__}.{report_id.replace('-', '_')}")
