@@ -1,0 +1,1 @@
+"""Plain-Python reference implementations: readable oracles for the numba kernels and benchmark baselines."""
