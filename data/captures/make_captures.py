@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Make the committed real-kernel oracle captures (root, network namespaces).
+
+For every case of ``offloadkit.lab.grid.COMMITTED`` this builds three
+namespaces -- sender (TSO on) -> router (egress ``tso off gso on``) ->
+receiver (GRO on unless the case says off) -- runs iperf3 and captures with
+``tcpdump -s 128`` at router ingress (super-packets), router egress (software
+GSO segments) and the receiver (after GRO). Output: ``<out>/<case>/`` with
+``router-in.pcap``, ``router-out.pcap``, ``rcv.pcap`` and ``settings.json``.
+
+    sudo .venv/bin/python data/captures/make_captures.py            # all cases, here
+    sudo .venv/bin/python data/captures/make_captures.py --only ts-mss536 --out /tmp/caps
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from offloadkit.lab import LabUnavailable  # noqa: E402
+from offloadkit.lab.grid import COMMITTED, capture_case  # noqa: E402
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=str(Path(__file__).resolve().parent))
+    p.add_argument("--only", nargs="*", choices=sorted(COMMITTED), help="cases to (re)make")
+    args = p.parse_args(argv)
+    total = 0
+    try:
+        for name in args.only or COMMITTED:
+            info = capture_case(name, COMMITTED[name], args.out)
+            size = sum(f.stat().st_size for f in (Path(args.out) / name).glob("*.pcap"))
+            total += size
+            stats = "complete" if all(s.get("captured") == s.get("received") and not s.get("dropped")
+                                      for s in info["capture_stats"].values()) else "INCOMPLETE"
+            print(f"{name:24} gso_size {info['expected_gso_size']:5}  "
+                  f"{info['goodput_bps'] / 1e9:6.2f} Gbit/s  retrans {info['retransmits']:3}  "
+                  f"{size / 1024:6.0f} KiB  capture {stats}")
+    except LabUnavailable as e:
+        print(e, file=sys.stderr)
+        return 2
+    print(f"total {total / 1024:.0f} KiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""The oracle grids: lab settings whose captures check the kit against the kernel.
+
+``COMMITTED`` made the small captures in ``data/captures/`` (by
+``data/captures/make_captures.py``); ``LIVE`` is what the ``kernel``-marked
+tests regenerate on the machine they run on. Every case uses the router
+topology: sender (TSO on) -> router (egress ``tso off gso on``) -> receiver
+(GRO on unless said), capturing router-in, router-out and rcv.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from .runner import run_lab
+from .topology import LabSettings
+
+_BASE = LabSettings(bytes="512K")
+
+COMMITTED: dict[str, LabSettings] = {
+    "ts-mtu1500": _BASE,
+    "nots-mtu1500": replace(_BASE, timestamps=False),
+    "ts-mss536": replace(_BASE, mss=536),
+    "nots-mss1000": replace(_BASE, mss=1000, timestamps=False),
+    "ts-clamp1452-mtu1492": replace(_BASE, clamp=1452, path_mtu=1492),
+    "ts-mtu1492-pmtud": replace(_BASE, path_mtu=1492),
+    "ts-mtu9000": replace(_BASE, mtu=9000),
+    "ts-mss1200-gro-off": replace(_BASE, mss=1200, gro=False),
+}
+
+_LIVE_BASE = LabSettings(bytes="1M")
+LIVE: dict[str, LabSettings] = {
+    "ts-mss536": replace(_LIVE_BASE, mss=536),
+    "nots-mss1460": replace(_LIVE_BASE, mss=1460, timestamps=False),
+    "ts-mss1100": replace(_LIVE_BASE, mss=1100),
+    "ts-clamp1452-mtu1492": replace(_LIVE_BASE, clamp=1452, path_mtu=1492),
+    "nots-clamp1300-mtu1492": replace(_LIVE_BASE, clamp=1300, path_mtu=1492, timestamps=False),
+    "nots-mtu9000": replace(_LIVE_BASE, mtu=9000, timestamps=False),
+    "ts-mss1448-gro-off": replace(_LIVE_BASE, mss=1448, gro=False),
+}
+
+
+def capture_case(name: str, settings: LabSettings, out_root: str | Path) -> dict:
+    """Run one case into ``out_root/name/`` and write its ``settings.json``; returns that dict."""
+    out = Path(out_root) / name
+    out.mkdir(parents=True, exist_ok=True)
+    r = run_lab(settings, out)
+    info = {
+        "name": name,
+        "settings": settings.to_dict(),
+        "expected_gso_size": settings.expected_payload(),
+        "sender_ip": r.sender_ip,
+        "receiver_ip": r.receiver_ip,
+        "goodput_bps": r.goodput_bps,
+        "retransmits": r.retransmits,
+        "capture_stats": r.capture_stats,
+        "files": {p: Path(f).name for p, f in r.captures.items()},
+        "commands": [c.replace(str(out), "$OUT") for c in r.commands],
+    }
+    (out / "settings.json").write_text(json.dumps(info, indent=1) + "\n")
+    return info
+
+
+def load_case(case_dir: str | Path) -> dict:
+    """A captured case: its settings.json with absolute file paths under ``paths``."""
+    d = Path(case_dir)
+    info = json.loads((d / "settings.json").read_text())
+    info["paths"] = {p: str(d / f) for p, f in info["files"].items()}
+    info["dir"] = str(d)
+    return info

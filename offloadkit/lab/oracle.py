@@ -1,0 +1,336 @@
+"""Compare the kit's segmentation and GRO with the real kernel's captures.
+
+Three capture points of the lab's router topology are used:
+
+- ``router-in``: what the sender's TSO stack hands the router (super-packets);
+- ``router-out``: the router's egress with ``tso off gso on``: software-GSO segments;
+- ``rcv``: the receiver after its GRO.
+
+**Segmentation.** The router forwards every ingress packet whole (or drops it
+whole, e.g. over a smaller MTU) and its egress GSO cuts it into segments. So
+every data packet at ``router-out`` must be one of the kit's segments of the
+``router-in`` capture, with the same seq, payload length, flags, IP ID and IP
+total length. Packets are matched by (4-tuple, seq, IP ID): a retransmission
+reuses the seq but gets a fresh IP ID, so the key is unique, and a kit that
+splits at the wrong place or numbers IDs wrongly leaves egress packets
+unexplained. The converse is weaker on purpose: a whole super-packet may be
+missing at egress (dropped by the router, e.g. before PMTU discovery settled),
+but if any segment of one is there, all must be (so both captures must be
+complete: the lab records tcpdump's counters and the tests check them). TTL
+and the IP checksum are not compared (the router decrements TTL); the kit's
+IP checksums must verify. Segments of one super-packet are told apart in the
+kit's output by sharing its timestamp.
+
+**Which MSS.** A pcap carries no skb metadata, so the ingress super-packets'
+gso_size is not visible. The kernel's GSO cuts every segment but the last of a
+super-packet at exactly gso_size, so the largest payload at ``router-out`` is
+gso_size (:func:`gso_size_from_egress`); the lab cross-checks it against the
+value TCP should pick for its settings (``LabSettings.expected_payload``).
+
+**GRO.** The kernel also flushes at NAPI poll ends that no capture shows (on
+a veth a poll ends when its ring runs empty, after a forwarded burst; the
+receiver may also take two bursts in one poll). Poll ends are not monotone
+in their effect (an aggregate that starts earlier hits the 64 KB limit
+earlier), so "the kernel just flushes more often" is not enough. Instead the
+poll ends are read off the kernel's own aggregates (:func:`kernel_poll_ends`:
+an aggregate that ended without PSH although the next segment still fitted)
+and handed to the kit as time gaps (:func:`arrivals`, ``--poll-gap 1ms``),
+over the packets that reach the receiver. Then every aggregate boundary (start
+or end seq) of the kit must be one of the kernel's and vice versa (sets of
+seqs, so retransmissions are fine), no kit aggregate may contain a PSH segment
+but at its end, and aggregates that coincide must have the same IP total
+length, IP ID, flags, TTL and window. PSH and size-limit flushes are never
+handed to the kit: it must find those itself.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..codes import PSH
+from .packets import read_headers
+
+_SEG_FIELDS = ("payload_len", "flags", "ip_len")
+_GRO_FIELDS = ("ip_len", "ip_id", "flags", "ttl", "window")
+
+
+def _tuples(t) -> np.ndarray:
+    return np.stack([t.src_ip.astype(np.int64), t.sport.astype(np.int64),
+                     t.dst_ip.astype(np.int64), t.dport.astype(np.int64)], axis=1)
+
+
+def _data(t):
+    return t[(t.direction == 0) & ((t.payload_len > 0) | ((t.flags & 0x03) != 0))]
+
+
+def arrivals(pcap, out, receiver_ip: str, poll_starts: dict | None = None) -> str:
+    """Copy the records of an Ethernet pcap addressed to ``receiver_ip`` to ``out``, byte
+    for byte (headers and original lengths kept): what the receiver's NAPI gets. A
+    router-egress capture also holds the ACKs coming back.
+
+    ``poll_starts`` ({4-tuple: {seq, ...}}, see :func:`kernel_poll_ends`): before each
+    data packet starting at one of these seqs, every later timestamp moves one second on,
+    so ``offloadkit gro --poll-gap 1ms`` ends a NAPI poll exactly there.
+    """
+    import struct as _st
+    from .packets import ip_to_int
+    dst = ip_to_int(receiver_ip).to_bytes(4, "big")
+    data = open(pcap, "rb").read()
+    magic = data[:4]
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        endian = "<"
+    elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
+        endian = ">"
+    else:
+        raise ValueError(f"{pcap}: not a pcap file")
+    parts, off, shift = [data[:24]], 24, 0
+    while off + 16 <= len(data):
+        sec, _, caplen = _st.unpack(endian + "III", data[off:off + 12])
+        rec = data[off:off + 16 + caplen]
+        buf = rec[16:]
+        off += 16 + caplen
+        if not (len(buf) >= 34 and buf[12:14] == b"\x08\x00" and buf[30:34] == dst):
+            continue
+        if poll_starts and buf[23] == 6:
+            t = 14 + (buf[14] & 0x0F) * 4
+            if len(buf) >= t + 8:
+                sport, dport, seq = _st.unpack("!HHI", buf[t:t + 8])
+                key = (int.from_bytes(buf[26:30], "big"), sport, int.from_bytes(buf[30:34], "big"), dport)
+                if seq in poll_starts.get(key, ()):
+                    shift += 1
+        if shift:
+            rec = _st.pack(endian + "I", sec + shift) + rec[4:]
+        parts.append(rec)
+    with open(out, "wb") as g:
+        g.write(b"".join(parts))
+    return str(out)
+
+
+def kernel_poll_ends(rcv_pcap, egress_pcap, sender_ip: str | None = None, max_ip_len: int = 65535) -> dict:
+    """Where the kernel's receiver must have ended a NAPI poll: {4-tuple: {seq, ...}}.
+
+    An aggregate in the ``rcv`` capture that ends without PSH, although the next
+    segment of its flow (from the egress capture) would still have fitted under the
+    size limit, was flushed for a reason the wire does not show: a poll end (on veth,
+    the ring ran empty). The next aggregate's start seq is returned. Other flush
+    reasons (ack, options, flags differing) are rare in a bulk transfer; at such
+    points the kit is told to end a poll too, which only hides those rules there.
+    """
+    ker = _data(read_headers(rcv_pcap, "rcv", sender_ip)[0])
+    eg = _data(read_headers(egress_pcap, "router-out", sender_ip)[0])
+    ker, eg = ker[ker.payload_len > 0], eg[eg.payload_len > 0]
+    nxt = {}
+    for i, tup in enumerate(map(tuple, _tuples(eg).tolist())):
+        nxt.setdefault((tup, int(eg.seq[i])), int(eg.payload_len[i]))
+    out: dict = defaultdict(set)
+    for i, tup in enumerate(map(tuple, _tuples(ker).tolist())):
+        if ker.flags[i] & PSH:
+            continue
+        end = (int(ker.seq[i]) + int(ker.payload_len[i])) & 0xFFFFFFFF
+        more = nxt.get((tup, end))
+        if more is not None and int(ker.ip_len[i]) + more <= max_ip_len:
+            out[tup].add(end)
+    return dict(out)
+
+
+def gso_size_from_egress(egress) -> int:
+    """gso_size of the router's GSO: the largest data payload seen at its egress."""
+    d = egress[(egress.direction == 0) & (egress.payload_len > 0)]
+    if not len(d):
+        raise ValueError("the egress capture has no data packets: cannot tell the MSS")
+    return int(d.payload_len.max())
+
+
+@dataclass
+class SegmentationReport:
+    egress_packets: int = 0
+    matched: int = 0
+    unexplained: int = 0          # egress packets the kit did not produce
+    field_mismatches: int = 0     # matched, but a compared field differs
+    partial_groups: int = 0       # super-packets only partly present at egress
+    bad_ip_checksums: int = 0     # in the kit's output
+    examples: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return (self.matched > 0 and self.unexplained == 0 and self.field_mismatches == 0
+                and self.partial_groups == 0 and self.bad_ip_checksums == 0)
+
+    def summary(self) -> str:
+        s = (f"{self.matched}/{self.egress_packets} egress data packets reproduced; "
+             f"{self.unexplained} unexplained, {self.field_mismatches} with differing fields, "
+             f"{self.partial_groups} partly forwarded super-packets, "
+             f"{self.bad_ip_checksums} bad IP checksums in the kit's output")
+        return s + ("" if not self.examples else "\n  " + "\n  ".join(self.examples[:8]))
+
+
+def compare_segmentation(kit_pcap, egress_pcap, sender_ip: str | None = None,
+                         extra_fields: tuple[str, ...] = ()) -> SegmentationReport:
+    """The kit's ``segment`` output (of the router-ingress capture) vs the router's egress."""
+    kit, kit_ip_ok = read_headers(kit_pcap, "kit", sender_ip)
+    eg, _ = read_headers(egress_pcap, "router-out", sender_ip)
+    rep = SegmentationReport(bad_ip_checksums=int((~kit_ip_ok).sum()))
+    if rep.bad_ip_checksums:
+        i = int(np.flatnonzero(~kit_ip_ok)[0])
+        rep.examples.append(f"kit frame {int(kit.frame[i])}: IP header checksum 0x{int(kit.ip_csum[i]):04x} "
+                            f"does not verify")
+    kd, ed = _data(kit), _data(eg)
+    fields = _SEG_FIELDS + tuple(extra_fields)
+    ktup, etup = _tuples(kd), _tuples(ed)
+    index = {}
+    for i in range(len(kd)):
+        index[(*ktup[i].tolist(), int(kd.seq[i]), int(kd.ip_id[i]))] = i
+    # kit groups: consecutive packets of one 4-tuple sharing the source packet's timestamp
+    group = np.zeros(len(kd), dtype=np.int64)
+    for i in range(1, len(kd)):
+        same = (kd.time_ns[i] == kd.time_ns[i - 1]) and (ktup[i] == ktup[i - 1]).all()
+        group[i] = group[i - 1] + (0 if same else 1)
+    seen = np.zeros(len(kd), dtype=bool)
+    rep.egress_packets = len(ed)
+    for j in range(len(ed)):
+        key = (*etup[j].tolist(), int(ed.seq[j]), int(ed.ip_id[j]))
+        i = index.get(key)
+        if i is None:
+            rep.unexplained += 1
+            if len(rep.examples) < 8:
+                cand = [k for k in index if k[:5] == key[:5]]
+                hint = (f"; kit has IP ID {cand[0][5]} at that seq" if cand else "; kit has no segment at that seq")
+                rep.examples.append(f"egress frame {int(ed.frame[j])} seq {key[4]} len {int(ed.payload_len[j])} "
+                                    f"id {key[5]} not produced by the kit{hint}")
+            continue
+        seen[i] = True
+        rep.matched += 1
+        diff = [f for f in fields if int(getattr(kd, f)[i]) != int(getattr(ed, f)[j])]
+        if diff:
+            rep.field_mismatches += 1
+            if len(rep.examples) < 8:
+                rep.examples.append(f"seq {key[4]} id {key[5]}: " + ", ".join(
+                    f"{f} kit {int(getattr(kd, f)[i])} kernel {int(getattr(ed, f)[j])}" for f in diff))
+    if len(kd):
+        any_seen = np.zeros(group[-1] + 1, dtype=bool)
+        all_seen = np.ones(group[-1] + 1, dtype=bool)
+        np.logical_or.at(any_seen, group, seen)
+        np.logical_and.at(all_seen, group, seen)
+        partial = any_seen & ~all_seen
+        rep.partial_groups = int(partial.sum())
+        for g in np.flatnonzero(partial)[:3]:
+            miss = np.flatnonzero((group == g) & ~seen)
+            rep.examples.append(f"kit segments seq {[int(kd.seq[k]) for k in miss[:4]]} of one super-packet "
+                                f"are missing at egress while its other segments are there")
+    return rep
+
+
+@dataclass
+class GroReport:
+    kit_aggregates: int = 0
+    kernel_aggregates: int = 0
+    kit_only_boundaries: int = 0      # boundaries the kit has and the kernel does not
+    kernel_only_boundaries: int = 0   # boundaries the kernel has and the kit does not
+    psh_crossings: int = 0            # kit aggregates with a PSH segment inside
+    kernel_psh_crossings: int = 0     # the same for the kernel (sanity of the capture)
+    coinciding: int = 0
+    field_mismatches: int = 0
+    kit_sizes: dict = field(default_factory=dict)
+    kernel_sizes: dict = field(default_factory=dict)
+    examples: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return (self.kit_aggregates > 0 and self.kit_only_boundaries == 0 and self.psh_crossings == 0
+                and self.field_mismatches == 0)
+
+    @property
+    def exact(self) -> bool:
+        """The kit's aggregates are the kernel's, boundary for boundary."""
+        return self.ok and self.kernel_only_boundaries == 0
+
+    def summary(self) -> str:
+        s = (f"kit {self.kit_aggregates} aggregates, kernel {self.kernel_aggregates}; "
+             f"{self.kit_only_boundaries} kit-only and {self.kernel_only_boundaries} kernel-only boundaries, "
+             f"{self.psh_crossings} merges across PSH, "
+             f"{self.coinciding} identical aggregates of which {self.field_mismatches} differ in headers")
+        return s + ("" if not self.examples else "\n  " + "\n  ".join(self.examples[:8]))
+
+
+def _sizes(d) -> dict:
+    v, c = np.unique(d.payload_len, return_counts=True)
+    order = np.argsort(-c)[:8]
+    return {int(v[k]): int(c[k]) for k in order}
+
+
+def compare_gro(kit_pcap, rcv_pcap, egress_pcap, sender_ip: str | None = None) -> GroReport:
+    """The kit's ``gro`` output (of the router-egress capture) vs the receiver's capture."""
+    kit = _data(read_headers(kit_pcap, "kit", sender_ip)[0])
+    ker = _data(read_headers(rcv_pcap, "rcv", sender_ip)[0])
+    eg = _data(read_headers(egress_pcap, "router-out", sender_ip)[0])
+    kit, ker, eg = (t[t.payload_len > 0] for t in (kit, ker, eg))
+    rep = GroReport(kit_aggregates=len(kit), kernel_aggregates=len(ker),
+                    kit_sizes=_sizes(kit), kernel_sizes=_sizes(ker))
+
+    # sequence numbers relative to each flow's first egress data byte (no 2^32 wrap inside a run)
+    base = {}
+    for i, tup in enumerate(map(tuple, _tuples(eg).tolist())):
+        base.setdefault(tup, int(eg.seq[i]))
+
+    def spans(t):
+        tup = _tuples(t)
+        out = defaultdict(list)
+        for i in range(len(t)):
+            key = tuple(tup[i].tolist())
+            s = (int(t.seq[i]) - base.get(key, 0)) & 0xFFFFFFFF
+            out[key].append((s, s + int(t.payload_len[i]), i))
+        return out
+
+    ks, rs, es = spans(kit), spans(ker), spans(eg)
+    for tup, kl in ks.items():
+        rl = rs.get(tup, [])
+        r_starts = {s for s, _, _ in rl}
+        r_ends = {e for _, e, _ in rl}
+        r_span = {(s, e): i for s, e, i in rl}
+        lo = min((s for s, _, _ in rl), default=None)
+        hi = max((e for _, e, _ in rl), default=None)
+        psh_ends = np.array(sorted({e for s, e, i in es.get(tup, []) if eg.flags[i] & PSH}), dtype=np.int64)
+        for s, e, i in kl:
+            if lo is not None and lo <= s and e <= hi:  # inside what the receiver captured
+                for b, have, what in ((s, r_starts, "start"), (e, r_ends, "end")):
+                    if b not in have:
+                        rep.kit_only_boundaries += 1
+                        if len(rep.examples) < 8:
+                            rep.examples.append(f"kit aggregate seq {s}:{e} ({e - s} bytes): the kernel has "
+                                                f"no aggregate {what}ing at {b}")
+            k = np.searchsorted(psh_ends, s, side="right")
+            if k < len(psh_ends) and psh_ends[k] < e:
+                rep.psh_crossings += 1
+                if len(rep.examples) < 8:
+                    rep.examples.append(f"kit aggregate seq {s}:{e} merges past a PSH segment ending at "
+                                        f"{int(psh_ends[k])}")
+            j = r_span.get((s, e))
+            if j is not None:
+                rep.coinciding += 1
+                diff = [f for f in _GRO_FIELDS if int(getattr(kit, f)[i]) != int(getattr(ker, f)[j])]
+                if diff:
+                    rep.field_mismatches += 1
+                    if len(rep.examples) < 8:
+                        rep.examples.append(f"aggregate seq {s}:{e}: " + ", ".join(
+                            f"{f} kit {int(getattr(kit, f)[i])} kernel {int(getattr(ker, f)[j])}" for f in diff))
+    for tup, rl in rs.items():
+        kl = ks.get(tup, [])
+        k_starts, k_ends = {s for s, _, _ in kl}, {e for _, e, _ in kl}
+        lo = min((s for s, _, _ in kl), default=None)
+        hi = max((e for _, e, _ in kl), default=None)
+        for s, e, _ in rl:
+            if lo is not None and lo <= s and e <= hi:
+                for b, have, what in ((s, k_starts, "start"), (e, k_ends, "end")):
+                    if b not in have:
+                        rep.kernel_only_boundaries += 1
+                        if len(rep.examples) < 8:
+                            rep.examples.append(f"kernel aggregate seq {s}:{e} ({e - s} bytes): the kit has "
+                                                f"no aggregate {what}ing at {b}")
+        psh_ends = np.array(sorted({e for s, e, i in es.get(tup, []) if eg.flags[i] & PSH}), dtype=np.int64)
+        for s, e, _ in rl:
+            k = np.searchsorted(psh_ends, s, side="right")
+            if k < len(psh_ends) and psh_ends[k] < e:
+                rep.kernel_psh_crossings += 1
+    return rep

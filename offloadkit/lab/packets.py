@@ -1,0 +1,146 @@
+"""Read header-only lab captures into Traces with dpkt (independent of offloadkit.io).
+
+The lab and its oracle tests use this reader on purpose: comparing the kit's
+``segment``/``gro`` output with the kernel's captures through a reader the kit
+did not write keeps the oracle independent. Payload lengths come from the IP
+total length (captures keep ~128 bytes of each frame).
+"""
+from __future__ import annotations
+
+import socket
+from decimal import Decimal
+import struct
+
+import numpy as np
+
+from ..trace import Trace
+
+_COLS = ("time_ns", "frame", "src_ip", "dst_ip", "sport", "dport", "seq", "ack", "payload_len",
+         "flags", "window", "tcp_hlen", "opt_mss", "opt_ts", "tsval", "tsecr", "ip_id", "ttl",
+         "tos", "df", "frag", "ip_hlen", "ip_len", "ip_csum", "tcp_csum", "truncated")
+
+
+def ip_to_int(addr: str) -> int:
+    return struct.unpack("!I", socket.inet_aton(addr))[0]
+
+
+def inet_csum_ok(header: bytes) -> bool:
+    """Whether an IPv4 header's checksum verifies (one's-complement sum is 0xffff)."""
+    if len(header) % 2:
+        header += b"\0"
+    s = sum(struct.unpack(f"!{len(header) // 2}H", header))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s == 0xFFFF
+
+
+def _tcp_options(opts: bytes) -> tuple[int, bool, int, int]:
+    mss, ts, tsval, tsecr, i = 0, False, 0, 0, 0
+    while i < len(opts):
+        kind = opts[i]
+        if kind == 0:
+            break
+        if kind == 1:
+            i += 1
+            continue
+        if i + 1 >= len(opts) or opts[i + 1] < 2:
+            break
+        ln = opts[i + 1]
+        if kind == 2 and ln == 4 and i + 4 <= len(opts):
+            mss = struct.unpack("!H", opts[i + 2:i + 4])[0]
+        elif kind == 8 and ln == 10 and i + 10 <= len(opts):
+            ts = True
+            tsval, tsecr = struct.unpack("!II", opts[i + 2:i + 10])
+        i += ln
+    return mss, ts, tsval, tsecr
+
+
+def read_headers(path, point: str = "capture", sender_ip: str | None = None) -> tuple[Trace, np.ndarray]:
+    """IPv4/TCP packets of an Ethernet pcap as a Trace, plus a bool array
+    "IP header checksum verifies" aligned with its rows.
+
+    ``direction`` is 0 for packets from ``sender_ip`` (or, if not given, from
+    the address that sent the first SYN of the flow), 1 otherwise; ``flow``
+    numbers the unordered 4-tuples in order of appearance.
+    """
+    import dpkt
+
+    rows = {c: [] for c in _COLS}
+    ip_ok = []
+    with open(path, "rb") as f:
+        try:
+            reader = dpkt.pcap.Reader(f)
+        except (ValueError, dpkt.dpkt.NeedData) as e:
+            raise ValueError(f"{path}: not a pcap file ({e})") from None
+        frame = -1
+        for ts, buf in reader:
+            frame += 1
+            if len(buf) < 14 + 20 or buf[12:14] != b"\x08\x00":
+                continue
+            ip = buf[14:]
+            ihl = (ip[0] & 0x0F) * 4
+            if ip[0] >> 4 != 4 or ip[9] != 6 or len(ip) < ihl + 20:
+                continue
+            tot_len, ip_id, frag = struct.unpack("!HHH", ip[2:8])
+            tcp = ip[ihl:]
+            sport, dport, seq, ack, off_flags, win, tcsum = struct.unpack("!HHIIHHH", tcp[:18])
+            thlen = (off_flags >> 12) * 4
+            mss, has_ts, tsval, tsecr = _tcp_options(tcp[20:thlen])
+            # nanosecond pcaps give Decimal timestamps (exact); microsecond ones floats
+            t_ns = int(ts * 10**9) if isinstance(ts, Decimal) else int(round(ts * 1e6)) * 1000
+            rows["time_ns"].append(t_ns)
+            rows["frame"].append(frame)
+            rows["src_ip"].append(struct.unpack("!I", ip[12:16])[0])
+            rows["dst_ip"].append(struct.unpack("!I", ip[16:20])[0])
+            rows["sport"].append(sport)
+            rows["dport"].append(dport)
+            rows["seq"].append(seq)
+            rows["ack"].append(ack)
+            rows["payload_len"].append(max(tot_len - ihl - thlen, 0))
+            rows["flags"].append(off_flags & 0x01FF)
+            rows["window"].append(win)
+            rows["tcp_hlen"].append(thlen)
+            rows["opt_mss"].append(mss)
+            rows["opt_ts"].append(has_ts)
+            rows["tsval"].append(tsval)
+            rows["tsecr"].append(tsecr)
+            rows["ip_id"].append(ip_id)
+            rows["ttl"].append(ip[8])
+            rows["tos"].append(ip[1])
+            rows["df"].append(bool(frag & 0x4000))
+            rows["frag"].append(frag & 0xBFFF)
+            rows["ip_hlen"].append(ihl)
+            rows["ip_len"].append(tot_len)
+            rows["ip_csum"].append(struct.unpack("!H", ip[10:12])[0])
+            rows["tcp_csum"].append(tcsum)
+            rows["truncated"].append(14 + tot_len > len(buf))
+            ip_ok.append(inet_csum_ok(bytes(ip[:ihl])))
+    n = len(rows["frame"])
+    cols = {k: np.asarray(v) for k, v in rows.items()} if n else {}
+    if n:
+        a, b = cols["src_ip"].astype(np.uint64), cols["dst_ip"].astype(np.uint64)
+        pa, pb = cols["sport"].astype(np.uint64), cols["dport"].astype(np.uint64)
+        lo = np.where((a << 16 | pa) <= (b << 16 | pb), (a << 16) | pa, (b << 16) | pb)
+        hi = np.where((a << 16 | pa) <= (b << 16 | pb), (b << 16) | pb, (a << 16) | pa)
+        keys = list(zip(lo.tolist(), hi.tolist()))
+        ids: dict = {}
+        flow = np.array([ids.setdefault(k, len(ids)) for k in keys], dtype=np.int32)
+        if sender_ip is not None:
+            direction = (cols["src_ip"] != ip_to_int(sender_ip)).astype(np.uint8)
+        else:
+            client: dict = {}
+            syn_only = (cols["flags"] & 0x12) == 0x02
+            for i in np.flatnonzero(syn_only):
+                client.setdefault(int(flow[i]), (int(cols["src_ip"][i]), int(cols["sport"][i])))
+            direction = np.array([0 if client.get(int(f), (s, p)) == (s, p) else 1 for f, s, p in
+                                  zip(flow, cols["src_ip"], cols["sport"])], dtype=np.uint8)
+        cols["flow"] = flow
+        cols["direction"] = direction
+    t = Trace.from_columns(points=(point,), meta={"source": str(path)}, **cols) if n \
+        else Trace.empty(0, (point,))
+    return t, np.asarray(ip_ok, dtype=bool)
+
+
+def data_packets(t: Trace) -> Trace:
+    """The data direction's packets that carry payload."""
+    return t[(t.direction == 0) & (t.payload_len > 0)]

@@ -1,0 +1,286 @@
+"""Lab topologies in network namespaces: sender -> receiver, or sender -> router -> receiver.
+
+Each link is a veth pair created directly inside its two namespaces (nothing
+ever appears in the host's namespace). Addresses come from 198.18.0.0/15.
+Knobs: per-link MTU, ``ethtool -K`` offloads per interface, a ``tbf`` rate and
+``netem`` delay/loss on the bottleneck egress, an iptables TCPMSS clamp on the
+router, TCP timestamps in the end hosts, GRO batching in sysfs.
+
+Where offloads apply (the lab notes in DESIGN.md explain why):
+- ``tso``/``gso``/``tx_csum`` are the sender's interface;
+- ``gro``/``rx_csum`` are the receiver's interface;
+- the router's egress has ``tso off gso on`` by default, so the wire after it
+  carries software-GSO segments, and veth runs the receiver's GRO on them
+  (veth only does GRO when the *sending* veth has TSO off).
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from dataclasses import dataclass, field, asdict
+
+from . import safety
+
+SENDER_NET, RECEIVER_NET = "198.18.1", "198.18.2"
+IPERF_PORT = 5201
+IPV4_TCP_HDR = 40
+
+
+def _size(text: str | int | None) -> int | None:
+    """'4M' -> 4194304, '64K' -> 65536, 1000 -> 1000."""
+    if text is None or isinstance(text, int):
+        return text
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)\s*", str(text))
+    if not m:
+        raise ValueError(f"cannot read size {text!r}: use a number with an optional K, M or G, e.g. 4M")
+    return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
+
+
+def _check_tc_word(name: str, value: str | None, pattern: str, example: str) -> None:
+    if value is not None and not re.fullmatch(pattern, value):
+        raise ValueError(f"cannot read {name} {value!r}: write it like {example}")
+
+
+@dataclass(frozen=True)
+class LabSettings:
+    """One lab experiment. Sizes in bytes; ``None`` means the kernel's default."""
+
+    mss: int | None = None            # iperf3 -M (TCP_MAXSEG); payload = mss - TCP options
+    mtu: int = 1500                   # every link
+    path_mtu: int | None = None       # the router's egress only (the "1492 hop")
+    clamp: int | None = None          # iptables TCPMSS --set-mss on the router's FORWARD SYNs
+    tso: bool = True                  # sender
+    gso: bool = True                  # sender
+    tx_csum: bool = True              # sender
+    gro: bool = True                  # receiver
+    rx_csum: bool = True              # receiver
+    router_tso: bool = False          # router egress
+    router_gso: bool = True           # router egress
+    timestamps: bool = True           # net.ipv4.tcp_timestamps in sender and receiver
+    delay: str | None = None          # netem delay on the bottleneck egress, e.g. "10ms"
+    rate: str | None = None           # tbf rate on the bottleneck egress, e.g. "1Gbit"
+    loss: str | None = None           # random loss, e.g. "0.1%"
+    bytes: int | str | None = "4M"    # iperf3 -n (or use duration_s)
+    duration_s: float | None = None   # iperf3 -t
+    topology: str = "router"          # "router" (three namespaces) or "direct" (two)
+    captures: tuple[str, ...] = ("router-in", "router-out", "rcv")
+    snaplen: int = 128
+    gro_flush_timeout_ns: int = 0     # receiver sysfs, batches NAPI polls
+    napi_defer_hard_irqs: int = 0     # receiver sysfs
+    iperf_timeout_s: float = 60.0
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "bytes", _size(self.bytes))
+        if self.topology not in ("router", "direct"):
+            raise ValueError(f"topology {self.topology!r}: choose 'router' or 'direct'")
+        for name in ("mtu", "path_mtu"):
+            v = getattr(self, name)
+            if v is not None and not 576 <= v <= 65535:
+                raise ValueError(f"{name} {v} is out of range: an IPv4 link MTU is 576..65535")
+        if self.mss is not None and not 88 <= self.mss <= self.mtu - IPV4_TCP_HDR:
+            raise ValueError(f"MSS {self.mss} does not fit: iperf3 -M takes 88..{self.mtu - IPV4_TCP_HDR} "
+                             f"with MTU {self.mtu} (IPv4 20 + TCP 20 leave {self.mtu - IPV4_TCP_HDR})")
+        if self.clamp is not None and not 88 <= self.clamp <= 65495:
+            raise ValueError(f"clamp {self.clamp} is out of range: TCPMSS --set-mss takes 88..65495")
+        if self.topology == "direct" and (self.clamp or self.path_mtu):
+            raise ValueError("--clamp and --path-mtu need the router topology")
+        if (self.bytes is None) == (self.duration_s is None):
+            raise ValueError("give either bytes (iperf3 -n) or duration_s (iperf3 -t), not both")
+        if self.bytes is not None and not 1 <= self.bytes <= 1 << 32:
+            raise ValueError(f"bytes {self.bytes} is out of range (1 .. 4G)")
+        _check_tc_word("delay", self.delay, r"\d+(\.\d+)?(us|ms|s)", "10ms")
+        _check_tc_word("rate", self.rate, r"\d+(\.\d+)?([kmgKMG]?(bit|bps))", "1Gbit or 100mbit")
+        _check_tc_word("loss", self.loss, r"\d+(\.\d+)?%", "0.1%")
+        if self.loss is not None and float(self.loss[:-1]) > 50:
+            raise ValueError(f"loss {self.loss} is too high for a TCP experiment (at most 50%)")
+        bad = [p for p in self.captures if p not in self.points]
+        if bad:
+            raise ValueError(f"capture point(s) {bad} do not exist in the {self.topology} "
+                             f"topology; choose from {list(self.points)}")
+        if self.gro_flush_timeout_ns < 0 or self.napi_defer_hard_irqs < 0:
+            raise ValueError("gro_flush_timeout and napi_defer_hard_irqs cannot be negative")
+        if self.snaplen < 96:
+            raise ValueError(f"snaplen {self.snaplen} cuts TCP headers: use at least 96")
+
+    @property
+    def points(self) -> tuple[str, ...]:
+        """Capture points of the topology, in path order."""
+        return ("snd", "router-in", "router-out", "rcv") if self.topology == "router" else ("snd", "rcv")
+
+    def expected_payload(self) -> int:
+        """The full-segment payload (gso_size) TCP should pick for these settings.
+
+        min(MTU on the path, the MSS clamps) minus IPv4+TCP headers minus the
+        12 bytes of the timestamp option (the iperf3 -M value is a TCP_MAXSEG,
+        which excludes options just like the SYN's MSS).
+        """
+        opts = 12 if self.timestamps else 0
+        mss = min(self.mtu, self.path_mtu or self.mtu) - IPV4_TCP_HDR
+        for cap in (self.mss, self.clamp):
+            if cap:
+                mss = min(mss, cap)
+        return mss - opts
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["captures"] = list(self.captures)
+        d.pop("extra")
+        return d
+
+
+@dataclass
+class Iface:
+    ns: str
+    name: str
+    addr: str
+
+
+class Topology:
+    """Builds and destroys the namespaces of one lab run; records every command."""
+
+    def __init__(self, settings: LabSettings, tag: int | str, commands: list[str] | None = None):
+        self.s = settings
+        self.tag = tag
+        self.commands = commands if commands is not None else []
+        roles = ("snd", "rtr", "rcv") if settings.topology == "router" else ("snd", "rcv")
+        self.ns = {r: safety.ns_name(tag, r) for r in roles}
+        self.created: list[str] = []
+        if settings.topology == "router":
+            self.ifaces = {
+                "snd": Iface(self.ns["snd"], "oklsnd0", f"{SENDER_NET}.1"),
+                "router-in": Iface(self.ns["rtr"], "oklrin0", f"{SENDER_NET}.2"),
+                "router-out": Iface(self.ns["rtr"], "oklrout0", f"{RECEIVER_NET}.1"),
+                "rcv": Iface(self.ns["rcv"], "oklrcv0", f"{RECEIVER_NET}.2"),
+            }
+        else:
+            self.ifaces = {
+                "snd": Iface(self.ns["snd"], "oklsnd0", f"{SENDER_NET}.1"),
+                "rcv": Iface(self.ns["rcv"], "oklrcv0", f"{SENDER_NET}.2"),
+            }
+
+    @property
+    def sender_ip(self) -> str:
+        return self.ifaces["snd"].addr
+
+    @property
+    def receiver_ip(self) -> str:
+        return self.ifaces["rcv"].addr
+
+    # -- command helpers -------------------------------------------------
+    def sh(self, cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:
+        """Run a command, record it, raise RuntimeError with its stderr on failure."""
+        self.commands.append(shlex.join(cmd))
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        if check and p.returncode != 0:
+            raise RuntimeError(f"lab command failed: {shlex.join(cmd)}: {p.stderr.strip() or p.stdout.strip()}")
+        return p
+
+    def nsx(self, ns: str, cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:
+        return self.sh(["ip", "netns", "exec", ns] + cmd, check)
+
+    # -- build -------------------------------------------------------------
+    def build(self) -> None:
+        s = self.s
+        for ns in self.ns.values():
+            self.sh(["ip", "netns", "add", ns])
+            self.created.append(ns)
+            self.sh(["ip", "-n", ns, "link", "set", "lo", "up"])
+        if s.topology == "router":
+            self._veth("snd", "router-in", s.mtu, s.mtu)
+            # the narrow hop is the router's egress only: the receiver keeps the full MTU and
+            # advertises it, so without a clamp the sender must learn the hop by PMTU discovery
+            self._veth("router-out", "rcv", s.path_mtu or s.mtu, s.mtu)
+            self.nsx(self.ns["rtr"], ["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+            self.sh(["ip", "-n", self.ns["snd"], "route", "add", "default", "via", self.ifaces["router-in"].addr])
+            self.sh(["ip", "-n", self.ns["rcv"], "route", "add", "default", "via", self.ifaces["router-out"].addr])
+        else:
+            self._veth("snd", "rcv", s.mtu, s.mtu)
+        for role in ("snd", "rcv"):
+            self.nsx(self.ns[role], ["sysctl", "-qw", f"net.ipv4.tcp_timestamps={int(s.timestamps)}"])
+        onoff = lambda b: "on" if b else "off"  # noqa: E731
+        self._ethtool("snd", tx=onoff(s.tx_csum), tso=onoff(s.tso), gso=onoff(s.gso))
+        self._ethtool("rcv", rx=onoff(s.rx_csum), gro=onoff(s.gro))
+        if s.topology == "router":
+            self._ethtool("router-out", tso=onoff(s.router_tso), gso=onoff(s.router_gso))
+            if s.clamp:
+                self.nsx(self.ns["rtr"], ["iptables", "-t", "mangle", "-A", "FORWARD", "-p", "tcp",
+                                          "--tcp-flags", "SYN,RST", "SYN", "-j", "TCPMSS",
+                                          "--set-mss", str(s.clamp)])
+        if s.gro_flush_timeout_ns or s.napi_defer_hard_irqs:
+            rcv = self.ifaces["rcv"]
+            for knob, v in (("gro_flush_timeout", s.gro_flush_timeout_ns),
+                            ("napi_defer_hard_irqs", s.napi_defer_hard_irqs)):
+                self.nsx(rcv.ns, ["sh", "-c", f"echo {int(v)} > /sys/class/net/{rcv.name}/{knob}"])
+        self._shape()
+
+    def _veth(self, a: str, b: str, mtu_a: int, mtu_b: int) -> None:
+        ia, ib = self.ifaces[a], self.ifaces[b]
+        self.sh(["ip", "link", "add", ia.name, "netns", ia.ns, "mtu", str(mtu_a), "type", "veth",
+                 "peer", "name", ib.name, "netns", ib.ns, "mtu", str(mtu_b)])
+        for i in (ia, ib):
+            self.sh(["ip", "-n", i.ns, "addr", "add", f"{i.addr}/24", "dev", i.name])
+            self.sh(["ip", "-n", i.ns, "link", "set", i.name, "up"])
+
+    def _ethtool(self, point: str, **features: str) -> None:
+        names = {"tx": "tx", "rx": "rx", "tso": "tso", "gso": "gso", "gro": "gro"}
+        args = []
+        for k, v in features.items():
+            args += [names[k], v]
+        i = self.ifaces[point]
+        self.nsx(i.ns, ["ethtool", "-K", i.name] + args)
+
+    def bottleneck(self) -> Iface:
+        """The egress that carries delay/rate/loss: the router's egress, or the sender's."""
+        return self.ifaces["router-out" if self.s.topology == "router" else "snd"]
+
+    def _shape(self) -> None:
+        s = self.s
+        if not (s.delay or s.rate or s.loss):
+            return
+        i = self.bottleneck()
+        tc = ["tc", "qdisc", "add", "dev", i.name]
+        netem = []
+        if s.delay:
+            netem += ["delay", s.delay]
+        if s.loss:
+            netem += ["loss", s.loss]
+        if netem and not has_qdisc(i.ns, i.name, "netem"):
+            if s.delay:
+                raise safety.LabUnavailable("This kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), "
+                                            "so the lab cannot add delay; drop --delay.")
+            # random loss without netem: the iptables statistic match on the forwarding hop
+            chain, ns = ("FORWARD", self.ns["rtr"]) if s.topology == "router" else ("INPUT", self.ns["rcv"])
+            p = float(s.loss[:-1]) / 100
+            self.nsx(ns, ["iptables", "-A", chain, "-p", "tcp", "-m", "statistic", "--mode", "random",
+                          "--probability", f"{p:.6f}", "-j", "DROP"])
+            netem = []
+        if netem and s.rate:
+            self.nsx(i.ns, tc + ["root", "handle", "1:", "netem"] + netem)
+            self.nsx(i.ns, tc + ["parent", "1:1", "handle", "10:", "tbf", "rate", s.rate,
+                                 "burst", "64kb", "latency", "100ms"])
+        elif netem:
+            self.nsx(i.ns, tc + ["root", "netem"] + netem)
+        elif s.rate:
+            self.nsx(i.ns, tc + ["root", "tbf", "rate", s.rate, "burst", "64kb", "latency", "100ms"])
+
+    def destroy(self) -> None:
+        """Delete the run's namespaces (and with them their veths); never raises."""
+        for ns in reversed(self.created):
+            try:
+                safety.delete_namespace(ns, self.commands)
+            except Exception:  # noqa: BLE001 - cleanup must go on
+                pass
+        self.created.clear()
+
+
+def has_qdisc(ns: str, dev: str, kind: str) -> bool:
+    """Whether the kernel offers a qdisc kind (probed on a lab interface, then removed)."""
+    p = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", kind],
+                       capture_output=True, text=True, timeout=10)
+    if p.returncode == 0:
+        subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev, "root"],
+                       capture_output=True, timeout=10)
+        return True
+    return False
