@@ -20,6 +20,7 @@ SKB_MAX_CSUM_LEVEL = 3
 # skb_shinfo(skb)->gso_type bits that the engine models.
 GSO_TCPV4, GSO_TCP_FIXEDID, GSO_TCP_ECN, GSO_TCP_ACCECN, GSO_PARTIAL = 0x1, 0x2, 0x4, 0x8, 0x10
 GSO_UDP_TUNNEL, GSO_UDP_TUNNEL_CSUM, GSO_DODGY = 0x20, 0x40, 0x80
+GSO_TCPV6 = 0x200               # set by tcp6_gro_complete on merged IPv6 packets
 
 # Encapsulation bits of a packet (Trace.encap).
 ENC_VLAN, ENC_MPLS, ENC_PPPOE, ENC_VXLAN = 0x1, 0x2, 0x4, 0x8

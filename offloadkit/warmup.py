@@ -15,9 +15,11 @@ MODULES = [
     "offloadkit.engine.path",
     "offloadkit.engine.checksum",
     "offloadkit.engine.gro",
+    "offloadkit.engine.lro",
     "offloadkit.engine.tcp",
     "offloadkit.engine.cpu",
     "offloadkit.io.capture",
+    "offloadkit.ui.offline",   # caches altair's offline JupyterChart bundle (not numba)
 ]
 
 

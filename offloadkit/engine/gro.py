@@ -1,0 +1,715 @@
+"""GRO for TCP over IPv4/IPv6 as Linux does it (spec §3), reasons made visible.
+
+``gro(trace, params)`` treats the trace's rows, in order, as packets arriving
+on one receive queue and returns a :class:`GroResult`: the packets the stack
+sees after GRO (in delivery order), a reason code per input row, the input ->
+output mapping and the software checksum passes GRO made.
+
+Rules (kernel function in brackets):
+
+- NAPI: a poll takes up to ``napi_budget`` packets; a poll also ends when the
+  next packet arrives more than ``poll_gap_ns`` after the previous one. The end
+  of a poll flushes every held packet: buckets in ascending order, oldest first
+  within a bucket [napi_complete_done -> gro_flush]. ``gro_flush_timeout`` is
+  not modelled (its default, 0, flushes everything).
+- Flow table: ``buckets`` (8) lists by rx hash, ``max_held`` (8) packets per
+  list; a new flow in a full list completes the oldest one [gro_flush_oldest].
+  Same flow: addresses, ports, VLAN tag, VNI (+ outer UDP checksum zero/non-zero),
+  IPv6 extension headers (via hints).
+- IP layer [inet_gro_receive]: IP options, fragments and a bad IP header
+  checksum deliver the packet at once *without* touching the held packet of its
+  flow (it overtakes it); a total length that disagrees with the frame (hints)
+  sets CB.flush, which flushes the held packet.
+- Checksum [tcp4_gro_receive, udp4_gro_receive]: see ``engine.checksum``;
+  failure delivers the packet unmerged, held packet untouched; the stack drops
+  it later, so the output row carries ``drop = DROP_BAD_CSUM``. A VXLAN packet
+  the tunnel gate refuses is delivered unmerged (reason GRO_CHECKSUM, no drop).
+- Merge [tcp_gro_receive]: equal flag word (window included; FIN/PSH ignored;
+  CWR per ``cwr_rule``), equal ack, byte-identical options, the network rules
+  [inet_gro_flush: TTL, TOS, DF, IP ID incrementing or fixed per ``ipid_rule``],
+  payload <= the first's (a GSO packet: equal gso_size), contiguous seq, and
+  merged length < ``max_size`` [skb_gro_receive]. A failed merge delivers the
+  held packet; the new one is then held unless its own flush bits are set
+  (a pure ACK or a PSH/URG/RST/SYN/FIN packet is delivered at once). A merged
+  packet shorter than the first, or with PSH/URG/RST/SYN/FIN, closes the packet.
+- Output [gro_complete]: count 1 -> the packet unchanged with gso_size 0;
+  otherwise the first header, IP total length updated, FIN/PSH ORed in,
+  gso_size = first payload, gso_segs = count, CHECKSUM_PARTIAL (TCP checksum =
+  pseudo-header sum, IP checksum recomputed), gso_type TCPV4/TCPV6 (+FIXEDID,
+  +ECN/ACCECN when the head has CWR, +UDP_TUNNEL[_CSUM] for VXLAN). ``time_ns``
+  of an output packet is the arrival time of the packet whose processing
+  delivered it (the last packet of the poll for end-of-poll flushes).
+
+Reason per input row (``GroResult.reasons``, codes.GRO_*): GRO_MERGED for a
+packet merged into a held one; otherwise why there is an aggregate boundary
+before it in its flow: the merge test that failed (flags, seq gap, ...), or,
+when nothing of its flow was held, why the flow's previous packet was delivered
+(end of poll, table full, flags, size, ...), GRO_NOT_SAME_FLOW when a packet of
+the same 5-tuple but another VLAN/VNI/extension header is held, GRO_FIRST for
+the flow's first packet, GRO_PURE_ACK for pure ACKs (never held).
+
+Defaults (kernel versions differ; spec §3.3, §3.4, §3.9):
+``cwr_rule="old"``: a CWR segment never merges and flushes, as in the stored
+mainline source (S1) and the 6.18 kernel of our lab machines; "accecn" is the
+2026 AccECN rule (CWR compared like any flag). ``ipid_rule="current"``: DF
+only has to match (fixed IDs merge with DF=0 too); "df-fixed" is the rule
+before the 2025 change. ``tunnel_rule="old"``: the <= 4.x ``udp_gro_receive``
+gate behind report 002 (a VXLAN packet with no checksum level left is not
+aggregated); "new" sums the inner TCP in software when the outer checksum is 0.
+``max_size`` above 65536 is BIG TCP, for plain TCP only (encapsulated packets
+stay at 65536).
+
+Simplification: a poll that uses up its budget flushes everything, like a
+completed poll (the kernel then flushes only packets older than a jiffy).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from .. import codes
+from ..trace import Trace
+from . import checksum, csum_math
+
+FIN, SYN, RST, PSH, URG, CWR = codes.FIN, codes.SYN, codes.RST, codes.PSH, codes.URG, codes.CWR
+FLUSH_FLAGS = URG | PSH | RST | SYN | FIN
+GRO_LEGACY_MAX_SIZE = 65536
+GSO_TCPV6 = codes.GSO_TCPV6
+NO_CLOSE = 255
+
+# columns of the output table O and the slot table S inside the kernel
+O_FIRST, O_COUNT, O_PLEN, O_LEN, O_FLOR, O_MSS, O_FIXED, O_CLOSE, O_TIME = range(9)
+S_USED, S_ROW, S_AGE, S_SEQEND, S_PLEN, S_LEN, S_CNT, S_MSS, S_FLOR, S_FIXED, S_TKEY = range(11)
+
+
+@dataclass(frozen=True)
+class GroParams:
+    """GRO knobs. Times in ns; ``poll_gap_ns=None`` disables the gap rule."""
+
+    enabled: bool = True
+    napi_budget: int = 64
+    poll_gap_ns: int | None = 1_000_000
+    max_size: int = GRO_LEGACY_MAX_SIZE       # gro_ipv4_max_size; > 65536 is BIG TCP
+    cwr_rule: str = "old"                     # "old" | "accecn"
+    ipid_rule: str = "current"                # "current" | "df-fixed"
+    tunnel_rule: str = "old"                  # "old" (<= 4.x udp_gro_receive) | "new"
+    rx_csum: str = "unnecessary"              # engine.checksum.RX_CSUM_MODES
+    rx_hash: str = "flow"                     # "flow": RSS hash of the 5-tuple | "zero": all in bucket 0
+    buckets: int = 8
+    max_held: int = 8
+    verify_ip_csum: bool = True
+
+    def __post_init__(self):
+        if self.napi_budget < 1:
+            raise ValueError(f"NAPI budget {self.napi_budget} must be at least 1 packet (the default is 64)")
+        if self.poll_gap_ns is not None and self.poll_gap_ns < 0:
+            raise ValueError(f"poll gap {self.poll_gap_ns} ns is negative; use None to turn the gap rule off")
+        if not 1 <= self.max_size <= 512 * 1024:
+            raise ValueError(f"GRO max size {self.max_size} is out of range: 65536 is the default, "
+                             "up to 524288 with BIG TCP")
+        if self.cwr_rule not in ("old", "accecn"):
+            raise ValueError(f"cwr_rule {self.cwr_rule!r}: use 'old' (CWR flushes) or 'accecn'")
+        if self.ipid_rule not in ("current", "df-fixed"):
+            raise ValueError(f"ipid_rule {self.ipid_rule!r}: use 'current' or 'df-fixed'")
+        if self.tunnel_rule not in ("old", "new"):
+            raise ValueError(f"tunnel_rule {self.tunnel_rule!r}: use 'old' or 'new'")
+        checksum.check_rx_csum(self.rx_csum)
+        if self.rx_hash not in ("flow", "zero"):
+            raise ValueError(f"rx_hash {self.rx_hash!r}: use 'flow' or 'zero'")
+        if self.buckets < 1 or self.buckets & (self.buckets - 1):
+            raise ValueError(f"{self.buckets} GRO buckets: must be a power of two (the kernel has 8)")
+        if self.max_held < 1:
+            raise ValueError(f"max_held {self.max_held}: at least one held packet per bucket")
+
+
+@dataclass(frozen=True, eq=False)
+class GroHints:
+    """Facts from raw packet bytes that Trace columns do not hold (all optional, one entry per row).
+
+    no_handler: GRO delivers the packet at once at the IP layer (not TCP, IPv6
+    fragment header, unknown extension header, ...); soft_flush: CB.flush set at
+    the IP layer (total length != bytes present, reserved fragment bit);
+    ip_csum_ok: the real IPv4 header checksum verdict; opt_key: identity of the
+    raw TCP option bytes; flow_key: extra same-flow identity (IPv6 flow label and
+    extension headers, outer addresses); outer_net/outer_id: an outer IPv4
+    header's (TTL, TOS, DF) key and ID, outer_net -1 when there is none.
+    """
+
+    no_handler: np.ndarray | None = None
+    soft_flush: np.ndarray | None = None
+    ip_csum_ok: np.ndarray | None = None
+    opt_key: np.ndarray | None = None
+    flow_key: np.ndarray | None = None
+    outer_net: np.ndarray | None = None
+    outer_id: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class GroResult:
+    out: Trace                     # what the stack sees, in delivery order
+    reasons: np.ndarray            # uint8 per input row (codes.GRO_*)
+    out_row: np.ndarray            # int64 per input row: the output row it ended up in
+    closed_by: np.ndarray          # uint8 per output row: why that packet was delivered
+    passes: checksum.CsumPasses    # PASS_GRO_VALIDATE events (rows index the input)
+    rx_state: np.ndarray           # uint8 per input row: ip_summed as the NIC delivered it
+    params: GroParams = field(default_factory=GroParams)
+    inp: Trace | None = None       # the input trace
+
+    def annotated(self) -> Trace:
+        """The input packets with their ``gro_reason`` filled in."""
+        return self.inp.replace(gro_reason=self.reasons)
+
+    def reason_counts(self) -> dict[str, int]:
+        vals, cnt = np.unique(self.reasons, return_counts=True)
+        return {codes.GRO_REASON_NAMES[int(v)]: int(c) for v, c in zip(vals, cnt)}
+
+    @property
+    def segments_per_packet(self) -> float:
+        """Mean number of arriving packets per delivered packet."""
+        return len(self.reasons) / max(len(self.out), 1)
+
+
+# -- keys ----------------------------------------------------------------
+
+@njit(cache=True)
+def _mix(h, v):
+    """Fold ``v`` into hash ``h`` (both uint64): one multiply-xorshift step."""
+    x = (h ^ v) * np.uint64(0x9E3779B97F4A7C15)
+    return x ^ (x >> np.uint64(29))
+
+
+@njit(cache=True)
+def _final(h):
+    """splitmix64's finaliser: spreads every input bit over the whole hash."""
+    h ^= h >> np.uint64(30)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(27)
+    h *= np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+@njit(cache=True, inline="always")
+def _row_hashes(i, ver, src, dst, src6, dst6, sport, dport, vlan, vni, outer_nz, extra,
+                hlen, mss, sackok, ts, tsval, tsecr, wscale, sack_n, sack):
+    """(tuple hash, flow hash, option hash) of row i; vlan/vni/wscale are -1 when absent."""
+    h = _mix(np.uint64(7), np.uint64(ver[i]))
+    if ver[i] == 6:
+        for k in range(16):
+            h = _mix(h, np.uint64(src6[i, k]) | (np.uint64(dst6[i, k]) << np.uint64(8)))
+    else:
+        h = _mix(h, np.uint64(src[i]) | (np.uint64(dst[i]) << np.uint64(32)))
+    th = _final(_mix(h, np.uint64(sport[i]) | (np.uint64(dport[i]) << np.uint64(16))))
+    f = _mix(th, np.uint64(np.int64(vlan[i]) + 1))
+    f = _mix(f, np.uint64(np.int64(vni[i]) + 1) | (np.uint64(outer_nz) << np.uint64(40)))
+    fk = _final(_mix(f, extra))
+    o = _mix(np.uint64(11), np.uint64(hlen[i]) | (np.uint64(mss[i]) << np.uint64(8))
+             | (np.uint64(sackok[i]) << np.uint64(24)) | (np.uint64(ts[i]) << np.uint64(25))
+             | (np.uint64(np.int64(wscale[i]) + 1) << np.uint64(32)) | (np.uint64(sack_n[i]) << np.uint64(48)))
+    if ts[i]:
+        o = _mix(o, np.uint64(tsval[i]) | (np.uint64(tsecr[i]) << np.uint64(32)))
+    for k in range(2 * min(np.int64(sack_n[i]), 4)):
+        o = _mix(o, np.uint64(sack[i, k]))
+    return th, fk, _final(o)
+
+
+@njit(cache=True)
+def _keys_kernel(ver, src, dst, src6, dst6, sport, dport, vlan, vni, encap_col, outer_csum, h_flow, h_opt,
+                 hlen, mss, sackok, ts, tsval, tsecr, wscale, sack_n, sack, th, fk, ok):
+    """Tuple hash, flow hash and option hash of every row (h_flow/h_opt: hints, empty when absent)."""
+    has_flow = len(h_flow) > 0
+    has_opt = len(h_opt) > 0
+    for i in range(len(ver)):
+        vx = (encap_col[i] & 8) != 0 or vni[i] >= 0
+        onz = vx and outer_csum[i] > 0
+        extra = h_flow[i] if has_flow else np.uint64(0)
+        a, b, c = _row_hashes(i, ver, src, dst, src6, dst6, sport, dport, vlan, vni, onz, extra,
+                              hlen, mss, sackok, ts, tsval, tsecr, wscale, sack_n, sack)
+        th[i] = a
+        fk[i] = b
+        ok[i] = h_opt[i] if has_opt else c
+
+
+@njit(cache=True)
+def _dense_ids(h):
+    """Dense ids 0..k-1 for the distinct values of ``h`` (first-seen order); returns (ids, k).
+
+    Open addressing in a table kept at most half full, grown by rehashing, so
+    that a few flows stay in cache whatever the trace length.
+    """
+    n = len(h)
+    size = 1024
+    mask = np.uint64(size - 1)
+    keys = np.zeros(size, np.uint64)
+    vals = np.full(size, -1, np.int64)
+    ids = np.empty(n, np.int64)
+    k = 0
+    for i in range(n):
+        j = h[i] & mask
+        while True:
+            if vals[j] < 0:
+                keys[j] = h[i]
+                vals[j] = k
+                ids[i] = k
+                k += 1
+                if 2 * k > size:
+                    size *= 2
+                    mask = np.uint64(size - 1)
+                    nkeys = np.zeros(size, np.uint64)
+                    nvals = np.full(size, -1, np.int64)
+                    for q in range(len(keys)):
+                        if vals[q] >= 0:
+                            jj = keys[q] & mask
+                            while nvals[jj] >= 0:
+                                jj = (jj + np.uint64(1)) & mask
+                            nkeys[jj] = keys[q]
+                            nvals[jj] = vals[q]
+                    keys = nkeys
+                    vals = nvals
+                break
+            if keys[j] == h[i]:
+                ids[i] = vals[j]
+                break
+            j = (j + np.uint64(1)) & mask
+    return ids, k
+
+
+# -- the kernel ----------------------------------------------------------
+
+@njit(cache=True)
+def _emit_slot(S, s, O, m, close, t, last_close):
+    O[m, O_FIRST] = S[s, S_ROW]
+    O[m, O_COUNT] = S[s, S_CNT]
+    O[m, O_PLEN] = S[s, S_PLEN]
+    O[m, O_LEN] = S[s, S_LEN]
+    O[m, O_FLOR] = S[s, S_FLOR]
+    O[m, O_MSS] = S[s, S_MSS]
+    O[m, O_FIXED] = S[s, S_FIXED]
+    O[m, O_CLOSE] = close
+    O[m, O_TIME] = t
+    last_close[S[s, S_TKEY]] = close
+    S[s, S_USED] = 0
+    return m + 1
+
+
+@njit(cache=True)
+def _emit_single(i, cnt, plen, base_len, mss, O, m, close, t, last_close, tkey):
+    O[m, O_FIRST] = i
+    O[m, O_COUNT] = cnt
+    O[m, O_PLEN] = plen
+    O[m, O_LEN] = base_len
+    O[m, O_FLOR] = 0
+    O[m, O_MSS] = mss
+    O[m, O_FIXED] = 0
+    O[m, O_CLOSE] = close
+    O[m, O_TIME] = t
+    last_close[tkey] = close
+    return m + 1
+
+
+@njit(cache=True)
+def _flush_all(S, O, m, nb, mh, close, t, last_close, bcount):
+    """Complete every held packet: buckets ascending, oldest first."""
+    for b in range(nb):
+        while True:
+            best = -1
+            for k in range(mh):
+                s = b * mh + k
+                if S[s, S_USED] == 1 and (best < 0 or S[s, S_AGE] < S[best, S_AGE]):
+                    best = s
+            if best < 0:
+                break
+            m = _emit_slot(S, best, O, m, close, t, last_close)
+        bcount[b] = 0
+    return m
+
+
+@njit(cache=True)
+def _ip_id_flush(S, s, fixed_bit, id_new, id_head, df_new, ipid_df):
+    """inet_gro_flush's ID rule; updates the slot's fixed-ID bit. True -> flush."""
+    off = (np.int64(id_new) - np.int64(id_head)) & 0xFFFF
+    cnt = S[s, S_CNT]
+    if cnt == 1 and off == 0 and (not ipid_df or df_new):
+        S[s, S_FIXED] |= fixed_bit
+    want = 0 if (S[s, S_FIXED] & fixed_bit) else (cnt & 0xFFFF)
+    return off != want
+
+
+@njit(cache=True)
+def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, window, ack, optk, hlen,
+               netk, is_v4, ipid, df, onet, oid, pcnt, gso, base_len, encap,
+               budget, gap_ns, max_size, cwr_old, ipid_df, nb, mh,
+               reason, owner, O):
+    """Run GRO over one receive queue. Fills reason/owner per row and O per output; returns #outputs.
+
+    kind: 0 TCP for GRO, 1 delivered at the IP layer, 2 checksum failed / tunnel
+    refused, 3 GRO off. owner[i]: input row heading the aggregate row i joined.
+    """
+    n = len(t_ns)
+    S = np.zeros((nb * mh, 11), np.int64)
+    sf = np.zeros(nb * mh, np.uint64)
+    bcount = np.zeros(nb, np.int64)
+    last_close = np.full(max(n_tkeys, 1), NO_CLOSE, np.int64)
+    m = 0
+    npoll = 0
+    age = 0
+    fl_mask = 0x1FF & ~(FIN | PSH | (CWR if cwr_old else 0))
+    for i in range(n):
+        if i > 0 and (npoll >= budget or (gap_ns >= 0 and t_ns[i] - t_ns[i - 1] > gap_ns)):
+            m = _flush_all(S, O, m, nb, mh, 8, t_ns[i - 1], last_close, bcount)  # GRO_END_OF_POLL
+            npoll = 0
+        npoll += 1
+        owner[i] = i
+        t = t_ns[i]
+        k = kind[i]
+        fl = np.int64(flags[i])
+        pl = np.int64(plen[i])
+        if k != 0:
+            r = 6 if k == 1 else (5 if k == 2 else 13)          # IP_RULE, CHECKSUM, OFF
+            reason[i] = r
+            m = _emit_single(i, pcnt[i], plen[i], base_len[i], gso[i], O, m, r, t, last_close, tkey[i])
+            continue
+        b = bucket[i]
+        s = -1
+        for kk in range(mh):
+            c = b * mh + kk
+            if S[c, S_USED] == 1 and sf[c] == fkey[i]:
+                s = c
+                break
+        isgso = gso[i] > 0
+        if s >= 0:
+            p = S[s, S_ROW]
+            mss = S[s, S_MSS]
+            r = 0
+            if cwr_old and (fl & CWR) != 0:
+                r = 3
+            elif ((fl ^ np.int64(flags[p])) & fl_mask) != 0 or window[i] != window[p]:
+                r = 3                                                # GRO_FLAGS
+            elif plen[i] == 0:
+                r = 11                                               # GRO_PURE_ACK
+            elif np.int64(seq[i]) != S[s, S_SEQEND]:
+                r = 2                                                # GRO_SEQ_GAP
+            elif ack[i] != ack[p]:
+                r = 9                                                # GRO_ACK_DIFFERS
+            elif hlen[i] != hlen[p] or optk[i] != optk[p]:
+                r = 10                                               # GRO_OPTIONS_DIFFER
+            if r == 0 or r == 3 or r == 9 or r == 10 or r == 2:
+                # network rules are evaluated in any case (they update the fixed-ID bits)
+                bad_net = netk[i] != netk[p]
+                if is_v4[i] and _ip_id_flush(S, s, 2, ipid[i], ipid[p], df[i], ipid_df):
+                    bad_net = True
+                if onet[i] >= 0 and (onet[i] != onet[p] or _ip_id_flush(S, s, 1, oid[i], oid[p], True, ipid_df)):
+                    bad_net = True
+                if r == 0 and bad_net:
+                    r = 6                                            # GRO_IP_RULE
+            if r == 0:
+                if isgso:
+                    if mss != np.int64(gso[i]):
+                        r = 4
+                elif pl > mss:
+                    r = 4                                            # GRO_SIZE
+            if r == 0:
+                limit = max_size
+                if encap[i] and limit > 65536:
+                    limit = 65536
+                if S[s, S_LEN] + pl >= limit:
+                    r = 4
+                elif soft[i]:
+                    r = 6
+            if r == 0:
+                reason[i] = 0
+                owner[i] = p
+                S[s, S_SEQEND] = (S[s, S_SEQEND] + pl) & 0xFFFFFFFF
+                S[s, S_PLEN] += pl
+                S[s, S_LEN] += pl
+                S[s, S_CNT] += pcnt[i]
+                S[s, S_FLOR] |= fl & (FIN | PSH)
+                short = (pl != np.int64(pcnt[i]) * gso[i]) if isgso else (pl < mss)
+                if (fl & FLUSH_FLAGS) != 0 or short:
+                    m = _emit_slot(S, s, O, m, 3 if (fl & FLUSH_FLAGS) != 0 else 4, t, last_close)
+                    bcount[b] -= 1
+                continue
+            reason[i] = r
+            m = _emit_slot(S, s, O, m, r, t, last_close)
+            bcount[b] -= 1
+        else:
+            if plen[i] == 0 and (fl & FLUSH_FLAGS) == 0:
+                r = 11
+            elif soft[i]:
+                r = 6
+            else:
+                r = 12                                               # GRO_FIRST
+                for kk in range(mh):
+                    c = b * mh + kk
+                    if S[c, S_USED] == 1 and S[c, S_TKEY] == tkey[i]:
+                        r = 1                                        # GRO_NOT_SAME_FLOW
+                        break
+                if r == 12 and last_close[tkey[i]] != NO_CLOSE:
+                    r = last_close[tkey[i]]
+            reason[i] = r
+        # not merged: delivered at once or held as a new packet
+        short1 = (pl != np.int64(pcnt[i]) * gso[i]) if isgso else (pl < 1)
+        if (fl & FLUSH_FLAGS) != 0 or short1 or soft[i]:
+            if (fl & FLUSH_FLAGS) != 0:
+                close = 3
+            elif soft[i]:
+                close = 6
+            elif plen[i] == 0:
+                close = 11
+            else:
+                close = 4
+            m = _emit_single(i, pcnt[i], plen[i], base_len[i], gso[i], O, m, close, t, last_close, tkey[i])
+            continue
+        if bcount[b] >= mh:
+            oldest = -1
+            for kk in range(mh):
+                c = b * mh + kk
+                if S[c, S_USED] == 1 and (oldest < 0 or S[c, S_AGE] < S[oldest, S_AGE]):
+                    oldest = c
+            m = _emit_slot(S, oldest, O, m, 7, t, last_close)             # GRO_TABLE_FULL
+        else:
+            bcount[b] += 1
+        s = -1
+        for kk in range(mh):
+            c = b * mh + kk
+            if S[c, S_USED] == 0:
+                s = c
+                break
+        S[s, S_USED] = 1
+        S[s, S_ROW] = i
+        S[s, S_AGE] = age
+        age += 1
+        S[s, S_SEQEND] = (np.int64(seq[i]) + pl) & 0xFFFFFFFF
+        S[s, S_PLEN] = pl
+        S[s, S_LEN] = base_len[i]
+        S[s, S_CNT] = pcnt[i]
+        S[s, S_MSS] = np.int64(gso[i]) if isgso else pl
+        S[s, S_FLOR] = 0
+        S[s, S_FIXED] = 0
+        S[s, S_TKEY] = tkey[i]
+        sf[s] = fkey[i]
+    if n > 0:
+        m = _flush_all(S, O, m, nb, mh, 8, t_ns[n - 1], last_close, bcount)
+    return m
+
+
+# -- Python driver ---------------------------------------------------------
+
+def _hint(hints: GroHints | None, name: str, n: int, default, dtype):
+    v = getattr(hints, name, None) if hints is not None else None
+    if v is None:
+        return np.full(n, default, dtype=dtype)
+    v = np.asarray(v)
+    if len(v) != n:
+        raise ValueError(f"GRO hint {name!r} has {len(v)} entries for {n} packets")
+    return v.astype(dtype)
+
+
+@njit(cache=True)
+def _prep_kernel(ver, src, dst, vni, encap_col, outer_csum, hlen, ip_hlen, frag, tos, ttl, df, ip_len, ip_id,
+                 ip_csum, l2, gso_size, gso_segs, plen, csum_state, csum_level, csum_bad,
+                 h_noh, h_soft, h_ipok, h_onet, rx_mode, verify_ip, enabled, tunnel_old, nbuckets, hash_zero,
+                 th, bucket, kind, soft, netk, gso_in, pcnt, base_len, encap, st0, lv0, st1, lv1, refused, pass_bytes):
+    """One pass over the rows: bucket, IP-layer verdicts, checksum state and validation."""
+    n = len(ver)
+    has_noh, has_soft, has_ipok, has_onet = len(h_noh) > 0, len(h_soft) > 0, len(h_ipok) > 0, len(h_onet) > 0
+    for i in range(n):
+        v4 = ver[i] == 4
+        vx = (encap_col[i] & 8) != 0 or vni[i] >= 0
+        outer = max(np.int64(outer_csum[i]), 0)
+        bucket[i] = 0 if hash_zero else np.int64((th[i] >> np.uint64(20)) & np.uint64(nbuckets - 1))
+        if has_ipok:
+            ipok = h_ipok[i]
+        elif verify_ip and v4 and ip_csum[i] != 0 and ip_hlen[i] == 20:
+            ipok = _ip_header_sum(tos[i], ip_len[i], ip_id[i], df[i], frag[i], ttl[i], src[i], dst[i],
+                                  ip_csum[i]) == 0xFFFF
+        else:
+            ipok = True
+        early = (has_noh and h_noh[i]) or (v4 and (ip_hlen[i] != 20 or (frag[i] & 0x3FFF) != 0 or not ipok))
+        sf = (has_soft and h_soft[i]) or (v4 and (frag[i] & 0x8000) != 0)
+        soft[i] = sf
+        st, lv = checksum.rx_state_one(rx_mode, csum_state[i], csum_level[i], csum_bad[i], vx)
+        st0[i] = st
+        lv0[i] = lv
+        st1[i] = st
+        lv1[i] = lv
+        refused[i] = False
+        pass_bytes[i] = 0
+        k = 0
+        if not enabled:
+            k = 3
+        elif early:
+            k = 1
+        elif not sf:
+            good, rf, nb, s1, l1 = checksum.validate_one(st, lv, csum_bad[i], vx, outer,
+                                                         np.int64(hlen[i]) + plen[i], np.int64(ip_len[i]) + 30,
+                                                         tunnel_old)
+            refused[i] = rf
+            pass_bytes[i] = nb
+            st1[i] = s1
+            lv1[i] = l1
+            if not good:
+                k = 2
+        kind[i] = k
+        netk[i] = np.int32(ttl[i]) | (np.int32(tos[i]) << 8) | ((np.int32(1) if (v4 and df[i]) else 0) << 16)
+        g = np.int32(gso_size[i]) if (gso_size[i] > 0 and gso_segs[i] > 1) else np.int32(0)
+        gso_in[i] = g
+        pcnt[i] = gso_segs[i] if g > 0 else 1
+        base_len[i] = ip_len[i] + max(np.int32(l2[i]) - 14, 0)
+        encap[i] = vx or (has_onet and h_onet[i] >= 0)
+
+
+@njit(cache=True, inline="always")
+def _ip_header_sum(tos, ip_len, ip_id, df, frag, ttl, src, dst, check):
+    """Folded one's-complement sum of a 20-byte IPv4 TCP header, checksum included (0xFFFF: correct)."""
+    s = (np.int64(0x4500) | tos) + (np.int64(ip_len) & 0xFFFF if ip_len <= 0xFFFF else 0) + np.int64(ip_id)
+    s += (np.int64(0x4000) if df else 0) | (np.int64(frag) & 0xBFFF)
+    s += (np.int64(ttl) << 8) | 6
+    s += (np.int64(src) >> 16) + (np.int64(src) & 0xFFFF) + (np.int64(dst) >> 16) + (np.int64(dst) & 0xFFFF)
+    s += np.int64(check)
+    s = (s & 0xFFFF) + (s >> 16)
+    s = (s & 0xFFFF) + (s >> 16)
+    return s
+
+
+def _hint(hints: GroHints | None, name: str, n: int, dtype):
+    """A hint array, or an empty one when absent (the kernels then use the Trace columns)."""
+    v = getattr(hints, name, None) if hints is not None else None
+    if v is None:
+        return np.zeros(0, dtype=dtype)
+    v = np.asarray(v)
+    if len(v) != n:
+        raise ValueError(f"GRO hint {name!r} has {len(v)} entries for {n} packets")
+    return v.astype(dtype, copy=False)
+
+
+def prepare(trace: Trace, params: GroParams, hints: GroHints | None = None) -> dict:
+    """Per-row arrays for :func:`gro_kernel` (and the checksum verdicts), in one numba pass."""
+    n = len(trace)
+    c = trace.columns
+    out = {k: np.empty(n, dt) for k, dt in (
+        ("th", np.uint64), ("bucket", np.int32), ("kind", np.int8),
+        ("soft", np.bool_), ("netk", np.int32), ("gso", np.int32), ("pcnt", np.int32), ("base_len", np.int32),
+        ("encap", np.bool_), ("_state", np.uint8), ("_level", np.uint8), ("_st_after", np.uint8),
+        ("_lv_after", np.uint8), ("_refused", np.bool_), ("_pass_bytes", np.int64))}
+    onet = _hint(hints, "outer_net", n, np.int64)
+    out["fkey"], out["optk"] = np.empty(n, np.uint64), np.empty(n, np.uint64)
+    with np.errstate(over="ignore"):        # hashes wrap on purpose (matters under NUMBA_DISABLE_JIT)
+        _keys_kernel(c["ip_version"], c["src_ip"], c["dst_ip"], c["src_ip6"], c["dst_ip6"], c["sport"], c["dport"],
+                     c["vlan_tci"], c["vni"], c["encap"], c["outer_udp_csum"], _hint(hints, "flow_key", n, np.uint64),
+                     _hint(hints, "opt_key", n, np.uint64), c["tcp_hlen"], c["opt_mss"], c["opt_sackok"],
+                     c["opt_ts"], c["tsval"], c["tsecr"], c["opt_wscale"], c["sack_n"], c["sack"],
+                     out["th"], out["fkey"], out["optk"])
+    _prep_kernel(c["ip_version"], c["src_ip"], c["dst_ip"], c["vni"], c["encap"], c["outer_udp_csum"], c["tcp_hlen"],
+                 c["ip_hlen"], c["frag"], c["tos"], c["ttl"], c["df"], c["ip_len"], c["ip_id"], c["ip_csum"],
+                 c["l2_bytes"], c["gso_size"], c["gso_segs"], c["payload_len"], c["csum_state"], c["csum_level"],
+                 c["csum_bad"], _hint(hints, "no_handler", n, np.bool_), _hint(hints, "soft_flush", n, np.bool_),
+                 _hint(hints, "ip_csum_ok", n, np.bool_), onet,
+                 checksum.RX_MODE_CODES[params.rx_csum], bool(params.verify_ip_csum), bool(params.enabled),
+                 params.tunnel_rule == "old", int(params.buckets), params.rx_hash == "zero",
+                 out["th"], out["bucket"], out["kind"], out["soft"], out["netk"], out["gso"], out["pcnt"],
+                 out["base_len"], out["encap"], out["_state"], out["_level"], out["_st_after"], out["_lv_after"],
+                 out["_refused"], out["_pass_bytes"])
+    tkey, n_tkeys = _dense_ids(out.pop("th"))
+    pb = out.pop("_pass_bytes")
+    rows = np.nonzero(pb)[0]
+    out.update(
+        t_ns=c["time_ns"], tkey=tkey, n_tkeys=n_tkeys, seq=c["seq"], plen=c["payload_len"], flags=c["flags"],
+        window=c["window"], ack=c["ack"], hlen=c["tcp_hlen"], is_v4=c["ip_version"] == 4, ipid=c["ip_id"],
+        df=c["df"], onet=onet if len(onet) else np.full(n, -1, np.int64),
+        oid=_hint(hints, "outer_id", n, np.int64) if hints is not None and hints.outer_id is not None
+        else np.zeros(n, np.int64),
+        _passes=checksum.CsumPasses.at(codes.PASS_GRO_VALIDATE, pb[rows], rows))
+    return out
+
+
+KERNEL_ARGS = ("t_ns", "fkey", "tkey", "n_tkeys", "bucket", "kind", "soft", "seq", "plen", "flags", "window",
+               "ack", "optk", "hlen", "netk", "is_v4", "ipid", "df", "onet", "oid", "pcnt", "gso", "base_len",
+               "encap")
+
+
+def run_kernel(prep: dict, params: GroParams):
+    """(reasons, owner, O[:m]) from prepared arrays."""
+    n = len(prep["t_ns"])
+    reason = np.zeros(n, np.uint8)
+    owner = np.zeros(n, np.int64)
+    O = np.zeros((max(n, 1), 9), np.int64)
+    gap = -1 if params.poll_gap_ns is None else int(params.poll_gap_ns)
+    m = gro_kernel(*[prep[k] for k in KERNEL_ARGS], int(params.napi_budget), gap, int(params.max_size),
+                   params.cwr_rule == "old", params.ipid_rule == "df-fixed", int(params.buckets),
+                   int(params.max_held), reason, owner, O)
+    return reason, owner, O[:m]
+
+
+def gro(trace: Trace, params: GroParams | None = None, hints: GroHints | None = None) -> GroResult:
+    """Aggregate ``trace`` (arrival order, one receive queue) as Linux GRO would."""
+    params = params or GroParams()
+    n = len(trace)
+    prep = prepare(trace, params, hints)
+    reasons, owner, O = run_kernel(prep, params)
+    first = O[:, O_FIRST]
+    count = O[:, O_COUNT]
+    out = trace[first]
+    c = trace.columns
+    multi = count > 1
+    plen_out = O[:, O_PLEN]
+    ip_len = c["ip_len"][first].astype(np.int64) + plen_out - c["payload_len"][first]
+    v4 = c["ip_version"][first] == 4
+    head_flags = c["flags"][first].astype(np.int64)
+    gso_type = np.where(v4, codes.GSO_TCPV4, GSO_TCPV6)
+    gso_type = gso_type | np.where((O[:, O_FIXED] & 2) != 0, codes.GSO_TCP_FIXEDID, 0)
+    ecn_bit = codes.GSO_TCP_ECN if params.cwr_rule == "old" else codes.GSO_TCP_ACCECN
+    gso_type = gso_type | np.where((head_flags & CWR) != 0, ecn_bit, 0)
+    vx = ((c["encap"][first] & codes.ENC_VXLAN) != 0) | (c["vni"][first] >= 0)
+    tun = np.where(c["outer_udp_csum"][first] > 0, codes.GSO_UDP_TUNNEL_CSUM, codes.GSO_UDP_TUNNEL)
+    gso_type = gso_type | np.where(vx, tun, 0)
+    in_state = prep["_st_after"][first]
+    in_level = prep["_lv_after"][first]
+    bad_single = (prep["kind"][first] == 2) & ~prep["_refused"][first]
+    mc = {
+        "payload_len": plen_out,
+        "ip_len": ip_len,
+        "flags": head_flags | O[:, O_FLOR],
+        "gso_size": np.where(multi, O[:, O_MSS], 0),
+        "gso_segs": np.where(multi, count, 0),
+        "gso_type": np.where(multi, gso_type | c["gso_type"][first], c["gso_type"][first]),
+        "csum_state": np.where(multi, codes.CSUM_PARTIAL, in_state),
+        "csum_level": np.where(multi, 0, in_level),
+        "csum_bad": np.where(multi, False, c["csum_bad"][first]),
+        "drop": np.where(bad_single, codes.DROP_BAD_CSUM, c["drop"][first]),
+        "gro_reason": reasons[first],
+        "time_ns": O[:, O_TIME],
+    }
+    if not params.enabled:
+        mc["csum_state"] = prep["_state"][first]
+        mc["csum_level"] = prep["_level"][first]
+    out = out.replace(**mc)
+    idx = np.nonzero(multi & (out.ip_version == 4))[0]
+    if len(idx):
+        o = out.columns
+        ipc = np.zeros(len(idx), np.uint16)
+        csum_math.ip_checksum_kernel(o["ip_hlen"][idx], o["tos"][idx], o["ip_len"][idx], o["ip_id"][idx],
+                                     o["df"][idx], o["frag"][idx], o["ttl"][idx], o["src_ip"][idx],
+                                     o["dst_ip"][idx], ipc)
+        pseudo = np.zeros(len(idx), np.uint16)
+        csum_math.tcp_pseudo_kernel(o["src_ip"][idx], o["dst_ip"][idx], o["tcp_hlen"][idx],
+                                    o["payload_len"][idx], pseudo)
+        ip_col = o["ip_csum"].copy()
+        tcp_col = o["tcp_csum"].copy()
+        ip_col[idx] = ipc
+        tcp_col[idx] = pseudo
+        out = out.replace(ip_csum=ip_col, tcp_csum=tcp_col)
+    out_of_first = np.full(max(n, 1), -1, np.int64)
+    out_of_first[first] = np.arange(len(first))
+    out_row = out_of_first[owner] if n else np.zeros(0, np.int64)
+    return GroResult(out=out, reasons=reasons, out_row=out_row, closed_by=O[:, O_CLOSE].astype(np.uint8),
+                     passes=prep["_passes"], rx_state=prep["_state"], params=params, inp=trace)
+
+
+def warmup() -> None:
+    """Compile the kernels on a tiny trace."""
+    t = Trace.from_columns(seq=[1000, 1100, 1200], payload_len=[100, 100, 50], ip_len=[140, 140, 90],
+                           flags=[codes.ACK] * 3, time_ns=[0, 1, 2], ip_id=[1, 2, 3])
+    gro(t)
+    gro(t, GroParams(rx_csum="none", rx_hash="zero", poll_gap_ns=None, cwr_rule="accecn"))
