@@ -10,7 +10,7 @@ from .facts import (REPORT_IDS, Fact, ReportFacts, Target, check_provenance, loa
 from .table import Reproduction, Row, Tolerance
 
 __all__ = ["REPORT_IDS", "Fact", "ReportFacts", "Target", "Reproduction", "Row", "Tolerance",
-           "load_facts", "load_calibration", "check_provenance", "preset_module"]
+           "load_facts", "load_calibration", "check_provenance", "preset_module", "get"]
 
 
 def preset_module(report_id: str):
@@ -18,3 +18,9 @@ def preset_module(report_id: str):
     if report_id not in REPORT_IDS:
         raise ValueError(f"unknown report {report_id!r}; the reports are {', '.join(REPORT_IDS)}")
     return importlib.import_module(f"{__name__}.{report_id.replace('-', '_')}")
+
+
+def get(report_id: str):
+    """The preset module of a report: ``VARIANTS``, ``POINTS``, ``KNOBS``, ``run(variant, **knobs)``,
+    ``reproduce()``, ``calibrate()`` (see ``offloadkit.reports.presets``)."""
+    return preset_module(report_id)
