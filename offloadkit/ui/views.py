@@ -1,0 +1,308 @@
+"""Chart builders for the dashboards: plain data in, a Vega-Lite chart out.
+
+Every builder is a pure function (no widgets), tested on its own and reused by
+every report dashboard. Builders write the Vega-Lite dict directly and wrap it
+in :class:`VegaLite` (an ``altair.Chart``): building the same chart through
+altair's object API costs 50-150 ms per recompute (deep copies and schema
+validation), more than the whole live budget. ``tests/test_dashboard_views.py``
+validates every builder's output against the Vega-Lite schema instead.
+
+Rows per chart stay small: traces are cut to a window of lines, large traces
+are shown as histograms. Data travels as top-level named ``datasets``.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Mapping, Sequence
+
+import altair as alt
+import numpy as np
+
+from ..codes import DROP_NAMES, PASS_NAMES
+from ..trace import Trace
+
+MONO = "DejaVu Sans Mono, Menlo, Consolas, monospace"
+FATE_COLORS = {"delivered": "#4c78a8", "dropped": "#e45756", "retransmission": "#f58518",
+               "model": "#4c78a8", "report": "#9d9d9d"}
+
+
+class VegaLite(alt.Chart):
+    """A finished Vega-Lite spec as an altair chart: displayable anywhere altair is,
+    assignable to ``JupyterChart.chart``; ``to_dict()`` returns the spec as is."""
+
+    def __init__(self, spec: dict):
+        super().__init__()
+        object.__setattr__(self, "_spec", {"$schema": alt.SCHEMA_URL, **spec})
+
+    def to_dict(self, *args, **kwargs) -> dict:
+        return self._spec
+
+    def __eq__(self, other) -> bool:  # traitlets skips an assignment equal to the current value
+        return isinstance(other, VegaLite) and self._spec == other._spec
+
+    __hash__ = None
+
+
+def _f(field: str, kind: str, **extra) -> dict:
+    """A field channel: _f("point", "nominal", title=None)."""
+    return {"field": field, "type": kind, **extra}
+
+
+def _tips(*fields: str) -> list[dict]:
+    kinds = {"N": "nominal", "O": "ordinal", "Q": "quantitative"}
+    return [_f(f.split(":")[0], kinds[f.split(":")[1]]) for f in fields]
+
+
+def _color(field: str, domain: Sequence[str]) -> dict:
+    return _f(field, "nominal", scale={"domain": list(domain), "range": [FATE_COLORS[d] for d in domain]},
+              legend={"title": None, "orient": "top"})
+
+
+def message_chart(message: str, *, width: int = 300, color: str = "#888", title: str | None = None) -> VegaLite:
+    """One line of text where a chart would be (nothing to show, or not computed yet)."""
+    spec = {"data": {"values": [{"m": message}]},
+            "mark": {"type": "text", "align": "left", "fontSize": 12, "color": color},
+            "encoding": {"x": {"value": 0}, "text": _f("m", "nominal")}, "width": width, "height": 30}
+    if title:
+        spec["title"] = {"text": title, "anchor": "start"}
+    return VegaLite(spec)
+
+
+def _fmt_bytes(n: float) -> str:
+    return f"{int(n):,}".replace(",", " ")
+
+
+def format_rate(bps: float) -> str:
+    """A rate as a student reads it: 723 KB/s, 2.0 Mb/s, 6.65 Gb/s."""
+    if bps >= 1e9:
+        return f"{bps / 1e9:.3g} Gb/s"
+    if bps >= 1e6:
+        return f"{bps / 1e6:.3g} Mb/s"
+    if bps >= 1e3:
+        return f"{bps / 1e3:.3g} kb/s"
+    return f"{bps:.3g} b/s"
+
+
+# -- tcpdump text ------------------------------------------------------------
+def common_head(lines: Iterable[str]) -> str:
+    """The text up to and including the first ": " when every line starts with the same one, else ""."""
+    heads = {line[:line.find(": ") + 2] if ": " in line else None for line in lines}
+    return heads.pop() if len(heads) == 1 and None not in heads else ""
+
+
+def trace_text(lines_by_point: Mapping[str, Sequence[str]], *, max_lines: int = 10,
+               columns: int = 2, font_size: int = 10, strip_common: bool = True) -> VegaLite:
+    """tcpdump lines per capture point, in panels side by side (``columns`` per row).
+
+    With ``strip_common``, a head shared by every line (e.g. "IP 10.0.0.1.40000 >
+    10.0.0.2.5001: ", one flow) is printed once in the title instead of on each line.
+    """
+    if not lines_by_point:
+        return message_chart("(no capture points)")
+    head = common_head(line for lines in lines_by_point.values() for line in lines[:max_lines]) \
+        if strip_common else ""
+    cut = len(head)
+    longest = max((len(line) - cut for lines in lines_by_point.values() for line in lines[:max_lines]),
+                  default=20)
+    width = int(min(max(longest, 30) * 0.61 * font_size, 900)) + 8
+    panels, datasets = [], {}
+    for k, (point, lines) in enumerate(lines_by_point.items()):
+        shown = [line[cut:] for line in lines[:max_lines]]
+        if len(lines) > max_lines:
+            shown.append(f"... {len(lines) - max_lines} more")
+        shown = shown or ["(no packets)"]
+        datasets[f"lines{k}"] = [{"row": i, "line": line} for i, line in enumerate(shown)]
+        panels.append({
+            "data": {"name": f"lines{k}"},
+            "title": {"text": f"{point} ({len(lines)} packet{'s' if len(lines) != 1 else ''})",
+                      "anchor": "start", "fontSize": 12},
+            "mark": {"type": "text", "align": "left", "baseline": "middle", "font": MONO, "fontSize": font_size},
+            "encoding": {"x": {"value": 0}, "y": _f("row", "ordinal", axis=None), "text": _f("line", "nominal")},
+            "width": width, "height": len(shown) * (font_size + 5)})
+    spec = {"concat": panels, "columns": columns, "config": {"view": {"stroke": None}}, "datasets": datasets}
+    if head:
+        spec["title"] = {"text": f"every line starts with: {head.rstrip()}", "anchor": "start", "fontSize": 11,
+                         "font": MONO, "fontWeight": "normal", "color": "#555"}
+    return VegaLite(spec)
+
+
+# -- segment sizes -----------------------------------------------------------
+def packet_rows(trace: Trace, points: Iterable[str] | None = None) -> list[dict]:
+    """One row per packet: point, index at that point, sizes and fate."""
+    rows = []
+    for point in points or trace.points:
+        at = trace.at(point)
+        drop, plen, ip_len, wire = at.drop, at.payload_len, at.ip_len, at.wire_len
+        for i in range(len(at)):
+            d = int(drop[i])
+            rows.append({"point": point, "i": i, "payload": int(plen[i]), "ip_len": int(ip_len[i]),
+                         "wire": int(wire[i]), "fate": "dropped" if d else "delivered",
+                         "why": DROP_NAMES.get(d, str(d))})
+    return rows
+
+
+SIZE_TITLES = {"payload": "TCP payload (bytes)", "ip_len": "IP total length (bytes)", "wire": "frame (bytes)"}
+
+
+def segment_sizes(trace: Trace, points: Sequence[str] | None = None, *, measure: str = "payload",
+                  rules: Sequence[tuple[str, float]] = (), max_bars: int = 48,
+                  width: int = 520, height: int = 200) -> VegaLite:
+    """Bars of packet sizes per capture point (a histogram when there are many packets).
+
+    ``measure``: "payload" (tcpdump's length), "ip_len" or "wire" (frame bytes).
+    ``rules``: labelled reference lines, e.g. [("MSS 1440", 1440)].
+    """
+    if measure not in SIZE_TITLES:
+        raise ValueError(f"measure must be one of {sorted(SIZE_TITLES)}, not {measure!r}")
+    points = list(points or trace.points)
+    rows = packet_rows(trace, points)
+    per_point = max((sum(r["point"] == p for r in rows) for p in points), default=0)
+    if per_point > max_bars:
+        return size_histogram(rows, points, measure=measure, width=width, height=height)
+    pos = {"x": _f("point", "nominal", sort=points, title=None, axis={"labelAngle": 0, "labelFontSize": 12}),
+           "xOffset": _f("i", "ordinal"), "y": _f(measure, "quantitative", title=SIZE_TITLES[measure])}
+    bars = {"mark": {"type": "bar"}, "encoding": {**pos, "color": _color("fate", ["delivered", "dropped"]),
+                                                  "tooltip": _tips("point:N", "i:O", "payload:Q", "ip_len:Q",
+                                                                   "wire:Q", "why:N")}}
+    labels = {"mark": {"type": "text", "dy": -6, "fontSize": 10},
+              "encoding": {**pos, "text": _f(measure, "quantitative")}}
+    layers = [{"data": {"name": "packets"}, "layer": [bars, labels]}]
+    datasets = {"packets": rows}
+    if rules:  # lines across the plot, labels to its right: the higher value's above its line, the next below
+        ordered = sorted(rules, key=lambda r: -r[1])
+        datasets["rules"] = [{"v": value, "label": label} for label, value in ordered]
+        layers.append({"data": {"name": "rules"}, "mark": {"type": "rule", "strokeDash": [4, 3], "color": "#555"},
+                       "encoding": {"y": _f("v", "quantitative")}})
+        for k, (label, value) in enumerate(ordered):
+            datasets[f"rule{k}"] = [{"v": value, "label": label}]
+            above = k % 2 == 0
+            layers.append({"data": {"name": f"rule{k}"},
+                           "mark": {"type": "text", "align": "left", "dx": 4, "dy": -2 if above else 2,
+                                    "color": "#555", "fontSize": 10, "baseline": "bottom" if above else "top"},
+                           "encoding": {"y": _f("v", "quantitative"), "x": {"value": width},
+                                        "text": _f("label", "nominal")}})
+    return VegaLite({"layer": layers, "width": width, "height": height, "datasets": datasets})
+
+
+def size_histogram(rows: list[dict], points: Sequence[str], *, measure: str = "payload",
+                   width: int = 520, height: int = 200) -> VegaLite:
+    """Packet counts per size and capture point (sizes aggregated here, not in the browser)."""
+    counts: dict[tuple[str, int, str], int] = {}
+    for r in rows:
+        key = (r["point"], r[measure], r["fate"])
+        counts[key] = counts.get(key, 0) + 1
+    agg = [{"point": p, "size": s, "fate": f, "count": c} for (p, s, f), c in counts.items()]
+    return VegaLite({
+        "data": {"name": "sizes"}, "mark": {"type": "bar"},
+        "encoding": {"x": _f("size", "ordinal", title=SIZE_TITLES[measure]),
+                     "y": _f("count", "quantitative", title="packets"),
+                     "color": _color("fate", ["delivered", "dropped"]),
+                     "column": _f("point", "nominal", sort=list(points), title=None),
+                     "tooltip": _tips("point:N", "size:O", "fate:N", "count:Q")},
+        "width": max(width // max(len(points), 1) - 20, 80), "height": height, "datasets": {"sizes": agg}})
+
+
+# -- throughput --------------------------------------------------------------
+def throughput_vs_report(rows: Sequence[Mapping], *, width: int = 420) -> VegaLite:
+    """Model throughput next to the report's measurement.
+
+    ``rows``: mappings with ``case`` (e.g. "TSO on"), ``source`` ("model" or
+    "report") and ``bps``; a report row may be missing (nothing measured).
+    """
+    data = [{"case": r["case"], "source": r["source"], "bps": float(r["bps"]),
+             "label": format_rate(float(r["bps"]))} for r in rows]
+    cases = list(dict.fromkeys(r["case"] for r in data))
+    pos = {"y": _f("case", "nominal", sort=cases, title=None),
+           "yOffset": _f("source", "nominal", sort=["model", "report"]),
+           "x": _f("bps", "quantitative", title="throughput (bit/s)", axis={"format": "~s"})}
+    return VegaLite({
+        "data": {"name": "rates"},
+        "layer": [{"mark": {"type": "bar"}, "encoding": {**pos, "color": _color("source", ["model", "report"]),
+                                                         "tooltip": _tips("case:N", "source:N", "label:N")}},
+                  {"mark": {"type": "text", "align": "left", "dx": 3, "fontSize": 10},
+                   "encoding": {**pos, "text": _f("label", "nominal")}}],
+        "width": width, "height": max(len(cases), 1) * 44, "datasets": {"rates": data}})
+
+
+# -- time-sequence (Stevens) graph --------------------------------------------
+def time_sequence(trace: Trace, point: str | None = None, *, max_points: int = 3000,
+                  width: int = 520, height: int = 260) -> VegaLite:
+    """Sequence number vs time for the data direction at one capture point.
+
+    Each data segment is a vertical tick from ``seq`` to ``seq + length``;
+    retransmissions (segments ending at or below the highest end sent before)
+    and drops are coloured. Sequence numbers and times are relative to the first segment.
+    """
+    at = trace.at(point) if point else trace
+    data = at[(at.direction == 0) & (at.payload_len > 0)]
+    n = len(data)
+    if n == 0:
+        return message_chart(f"no data segments at {point or 'this point'}", width=width)
+    seq = data.seq.astype(np.int64)
+    rel = (seq - seq[0]) % (1 << 32)
+    rel = np.where(rel > (1 << 31), rel - (1 << 32), rel)
+    end = rel + data.payload_len.astype(np.int64)
+    prev_max = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int64).min], end[:-1]]))
+    retrans = end <= prev_max
+    fate = np.where(data.drop != 0, "dropped", np.where(retrans, "retransmission", "delivered"))
+    t_ms = (data.time_ns - data.time_ns[0]) / 1e6
+    idx = np.arange(n)
+    if n > max_points:  # keep every drop and retransmission, thin out the rest
+        keep = (fate != "delivered") | (idx % int(np.ceil(n / max_points)) == 0)
+        idx = idx[keep][:max_points]
+    rows = [{"t_ms": float(t_ms[i]), "seq": int(rel[i]), "end": int(end[i]), "fate": str(fate[i])}
+            for i in idx]
+    return VegaLite({
+        "data": {"name": "segments"}, "mark": {"type": "rule", "strokeWidth": 2},
+        "encoding": {"x": _f("t_ms", "quantitative", title=f"time (ms) at {point or 'capture'}"),
+                     "y": _f("seq", "quantitative", title="relative sequence number (bytes)",
+                             axis={"format": "~s"}),
+                     "y2": {"field": "end"},
+                     "color": _color("fate", ["delivered", "retransmission", "dropped"]),
+                     "tooltip": _tips("t_ms:Q", "seq:Q", "end:Q", "fate:N")},
+        "width": width, "height": height, "datasets": {"segments": rows}})
+
+
+# -- CPU profile ---------------------------------------------------------------
+def cpu_profile(rows: Sequence[Mapping], *, top: int = 12, width: int = 380) -> VegaLite:
+    """perf-top style bars: ``rows`` of ``symbol`` and ``share`` (0..1), optional ``case``."""
+    data = sorted(({"symbol": str(r["symbol"]), "share": float(r["share"]),
+                    "case": str(r.get("case", "")), "label": f"{100 * float(r['share']):.1f} %"}
+                   for r in rows), key=lambda r: -r["share"])
+    symbols = list(dict.fromkeys(r["symbol"] for r in data))[:top]
+    data = [r for r in data if r["symbol"] in symbols]
+    pos = {"y": _f("symbol", "nominal", sort=symbols, title=None, axis={"labelFont": MONO, "labelLimit": 260}),
+           "x": _f("share", "quantitative", title="share of cycles", axis={"format": "%"})}
+    if any(r["case"] for r in data):
+        pos["yOffset"] = _f("case", "nominal")
+        pos["color"] = _f("case", "nominal", legend={"title": None, "orient": "top"})
+    return VegaLite({
+        "data": {"name": "profile"},
+        "layer": [{"mark": {"type": "bar"}, "encoding": {**pos, "tooltip": _tips("symbol:N", "case:N", "label:N")}},
+                  {"mark": {"type": "text", "align": "left", "dx": 3, "fontSize": 10},
+                   "encoding": {**pos, "text": _f("label", "nominal")}}],
+        "width": width, "height": max(len(symbols), 1) * 22, "datasets": {"profile": data}})
+
+
+# -- checksum passes ------------------------------------------------------------
+def checksum_passes(rows: Sequence[Mapping], *, width: int = 360) -> VegaLite:
+    """Software checksum passes by place: ``rows`` of ``place`` (a PASS_* code or a name),
+    ``count`` and ``bytes``. No rows means no software checksum was computed."""
+    title = "checksum passes in software"
+    data = []
+    for r in rows:
+        place, count = r["place"], int(r["count"])
+        name = PASS_NAMES.get(place, str(place)) if isinstance(place, (int, np.integer)) else str(place)
+        data.append({"place": name, "count": count, "bytes": int(r["bytes"]),
+                     "label": f"{count} pass{'es' if count != 1 else ''}, {_fmt_bytes(r['bytes'])} B"})
+    if not any(d["count"] for d in data):
+        return message_chart("no software checksum passes: the NICs did them all", width=width,
+                             color="#2a7d2a", title=title)
+    pos = {"y": _f("place", "nominal", title=None, axis={"labelLimit": 220}),
+           "x": _f("bytes", "quantitative", title="bytes checksummed in software")}
+    return VegaLite({
+        "data": {"name": "passes"}, "title": {"text": title, "anchor": "start"},
+        "layer": [{"mark": {"type": "bar", "color": "#b279a2"},
+                   "encoding": {**pos, "tooltip": _tips("place:N", "count:Q", "bytes:Q")}},
+                  {"mark": {"type": "text", "align": "left", "dx": 3, "fontSize": 10},
+                   "encoding": {**pos, "text": _f("label", "nominal")}}],
+        "width": width, "height": max(len(data), 1) * 26, "datasets": {"passes": data}})
