@@ -35,6 +35,9 @@ test: $(STAMP) system-tools
 	$(BIN)/python -m offloadkit.warmup
 	$(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider
 
+test-browser: $(STAMP) system-tools
+	$(BIN)/python -m pytest tests/browser -p no:cacheprovider
+
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest tests -m "not kernel and not browser" -x -q
 
