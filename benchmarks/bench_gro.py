@@ -2,7 +2,8 @@
 
 ``python -m benchmarks.bench_gro [--packets N] [--ref-packets M]``. The input
 is N full-MSS segments of 16 TCP flows arriving in bursts of 8 (PSH on each
-burst's last segment, 1 µs apart, NAPI budget 64). Prints, best of 3:
+burst's last segment, 1 µs apart, NAPI budget 64, HZ 1000, 1 ms poll gap: the
+defaults). Prints, best of 3:
 - kernel: ``gro_kernel`` on prepared arrays (the aggregation itself);
 - gro(): the whole call (keys, checksum verdicts, kernel, output Trace);
 - the reference (``tests/reference/gro_ref.py``) on the first M packets, scaled;
@@ -68,8 +69,8 @@ def main(argv=None) -> None:
     ref_rate = m / t_ref
     k_rate = a.packets / t_kernel
     f_rate = a.packets / t_full
-    print(f"input: {a.packets:,} segments, 16 flows, bursts of 8 -> {len(O):,} packets after GRO "
-          f"({a.packets / len(O):.1f} segments per packet)")
+    print(f"input: {a.packets:,} segments, 16 flows, bursts of 8 -> {O.shape[1]:,} packets after GRO "
+          f"({a.packets / O.shape[1]:.1f} segments per packet)")
     print(f"numba kernel : {t_kernel * 1e3:8.1f} ms  {k_rate / 1e6:7.2f} M segments/s  "
           f"{k_rate / ref_rate:7.0f}x the reference")
     print(f"gro() total  : {t_full * 1e3:8.1f} ms  {f_rate / 1e6:7.2f} M segments/s  "

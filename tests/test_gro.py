@@ -294,9 +294,51 @@ def test_big_tcp_max_size_lifts_the_limit():
 
 # -- flow table and NAPI ------------------------------------------------------------
 
-def test_budget_end_flushes_everything():
-    r = run(pkts({}, {}, {}), napi_budget=2)
+def test_budget_end_flushes_everything_below_hz_1000():
+    r = run(pkts({}, {}, {}), napi_budget=2, hz=250)
     assert lens(r) == [2 * P, P] and reasons(r)[2] == R.GRO_END_OF_POLL
+
+
+def test_budget_end_keeps_packets_held_this_jiffy():
+    """HZ >= 1000: __napi_poll flushes only packets held before the current jiffy."""
+    r = run(pkts({"time_ns": 0}, {"time_ns": 100}, {"time_ns": 200}), napi_budget=2)
+    assert lens(r) == [3 * P] and reasons(r) == [R.GRO_FIRST, R.GRO_MERGED, R.GRO_MERGED]
+    r = run(pkts({"time_ns": 0}, {"time_ns": 1_000_000}, {"time_ns": 1_000_100}), napi_budget=2)
+    assert lens(r) == [2 * P, P] and reasons(r)[2] == R.GRO_END_OF_POLL   # held in jiffy 0, flushed in jiffy 1
+    assert r.out.time_ns.tolist() == [1_000_000, 1_000_100]
+
+
+def test_budget_end_walk_stops_at_first_young_packet():
+    """__gro_flush_chain walks a bucket oldest first and returns at the first packet
+    held this jiffy: the packets behind it stay held into the next poll."""
+    a, b, c = ({"sport": 1000 + k, "seq": 100} for k in range(3))
+    t = pkts(dict(a, time_ns=0), dict(b, time_ns=1_000_000), dict(c, time_ns=1_000_100),
+             dict(a, seq=100 + P, ip_id=1, time_ns=1_000_200), dict(b, seq=100 + P, ip_id=2, time_ns=1_000_300))
+    r = run(t, napi_budget=3, rx_hash="zero")            # one bucket: a (jiffy 0), b and c (jiffy 1)
+    assert r.out.sport.tolist() == [1000, 1001, 1002, 1000] and lens(r) == [P, 2 * P, P, P]
+    assert r.closed_by.tolist()[0] == R.GRO_END_OF_POLL and reasons(r)[3] == R.GRO_END_OF_POLL
+    assert reasons(r)[4] == R.GRO_MERGED                # b, held this jiffy, survived the budget end
+    r250 = run(t, napi_budget=3, rx_hash="zero", hz=250)  # HZ < 1000: everything goes at the budget end
+    assert reasons(r250)[3:] == [R.GRO_END_OF_POLL, R.GRO_END_OF_POLL] and lens(r250) == [P] * 5
+
+
+def _sports_in_buckets(want):
+    """Source ports whose flows hash to the given buckets (of 8), in that order."""
+    t = pkts(*({"sport": sp} for sp in range(1000, 1200)))
+    bucket = G.prepare(t, G.GroParams())["bucket"]
+    return [1000 + int(np.flatnonzero(bucket == b)[0]) for b in want]
+
+
+def test_budget_end_on_last_queued_packet_then_queue_empty():
+    """The budget runs out on the last packet before a gap: old packets go first
+    (__napi_poll, every bucket), the rest at the empty repoll (napi_complete_done)."""
+    young, old = _sports_in_buckets([0, 1])
+    t = pkts({"sport": old, "seq": 100, "time_ns": 0}, {"sport": young, "seq": 100, "time_ns": 1_000_000},
+             {"sport": old, "seq": 100 + P, "time_ns": 9_000_000})
+    r = G.gro(t, G.GroParams(napi_budget=2, poll_gap_ns=1_000_000))
+    assert r.out.sport.tolist() == [old, young, old]     # bucket 1's old packet before bucket 0's young one
+    r250 = G.gro(t, G.GroParams(napi_budget=2, poll_gap_ns=1_000_000, hz=250))
+    assert r250.out.sport.tolist() == [young, old, old]  # HZ 250: one flush, buckets ascending
 
 
 def test_poll_gap_ends_the_poll():
@@ -406,7 +448,7 @@ def test_params_validation():
 
 # -- kernel == reference -----------------------------------------------------------------
 
-def random_stream(seed, n=300, flows=12):
+def random_stream(seed, n=300, flows=12, dt=1000):
     rng = np.random.default_rng(seed)
     flow = rng.integers(0, flows, n)
     nxt = {f: 1000 * f for f in range(flows)}
@@ -427,7 +469,7 @@ def random_stream(seed, n=300, flows=12):
         if rng.random() < 0.02:
             fl |= int(rng.choice([FIN, CWR, URG, RST]))
         seq = nxt[f] if rng.random() > 0.05 else nxt[f] + 1448
-        t += int(rng.choice([1000, 1000, 1000, 2_000_000]))
+        t += int(rng.choice([dt, dt, dt, 2_000_000]))
         ids[f] = (ids[f] + (max(segs, 1) if rng.random() > 0.02 else 7)) & 0xFFFF
         s = dict(seq=seq & 0xFFFFFFFF, payload_len=plen, flags=fl, sport=3000 + f, time_ns=t,
                  ip_id=ids[f], ack=100 + int(rng.random() < 0.03), window=65535 - int(rng.random() < 0.03),
@@ -452,7 +494,7 @@ def compare_with_reference(t, **kw):
         ref.trace_rows(t), prep["bucket"].tolist(), budget=params.napi_budget, gap_ns=params.poll_gap_ns,
         max_size=params.max_size, cwr_rule=params.cwr_rule, ipid_rule=params.ipid_rule, rx_csum=params.rx_csum,
         tunnel_rule=params.tunnel_rule, max_held=params.max_held, n_buckets=params.buckets,
-        enabled=params.enabled)
+        enabled=params.enabled, hz=params.hz)
     assert res.reasons.tolist() == rreasons
     groups = [[] for _ in range(len(res.out))]
     for i, o in enumerate(res.out_row.tolist()):
@@ -475,10 +517,21 @@ def test_kernel_equals_reference_on_random_streams(seed, kw):
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(1, 20), st.sampled_from(["flow", "zero"]),
-       st.sampled_from(RX_MODES), st.integers(1, 8))
-def test_kernel_equals_reference_hypothesis(seed, budget, flows, rx_hash, rx_csum, held):
-    compare_with_reference(random_stream(seed, n=150, flows=flows), napi_budget=budget, rx_hash=rx_hash,
-                           rx_csum=rx_csum, max_held=held)
+       st.sampled_from(RX_MODES), st.integers(1, 8), st.sampled_from([250, 1000]),
+       st.sampled_from([1000, 70_000, 400_000]), st.sampled_from([None, 1_000_000]))
+def test_kernel_equals_reference_hypothesis(seed, budget, flows, rx_hash, rx_csum, held, hz, dt, gap):
+    compare_with_reference(random_stream(seed, n=150, flows=flows, dt=dt), napi_budget=budget, rx_hash=rx_hash,
+                           rx_csum=rx_csum, max_held=held, hz=hz, poll_gap_ns=gap)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_budget_flush_old_exercised_and_equal_to_reference(seed):
+    """Packets 70 us apart cross jiffies inside 8-packet polls: some budget ends flush
+    old packets only, and both implementations agree on which."""
+    t = random_stream(seed, dt=70_000)
+    old = compare_with_reference(t, napi_budget=8, poll_gap_ns=None)
+    every = compare_with_reference(t, napi_budget=8, poll_gap_ns=None, hz=250)
+    assert len(old.out) < len(every.out)
 
 
 def test_passes_match_reference_bytes():

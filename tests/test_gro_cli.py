@@ -227,7 +227,13 @@ def test_rx_csum_none_bad_packet_delivered_unmerged(tmp_path, capsys):
 
 def test_budget_and_gap_options(tmp_path):
     frames = [pkt(i * P) for i in range(5)]
-    assert payload_groups(run_cli(tmp_path, frames, "--napi-budget", "2")) == [[2 * P, 2 * P, P]]
+    assert payload_groups(run_cli(tmp_path, frames, "--napi-budget", "2", "--hz", "250")) == [[2 * P, 2 * P, P]]
+    # HZ 1000: the budget ends flush only packets held before this jiffy; 10 us apart, none is
+    assert payload_groups(run_cli(tmp_path, frames, "--napi-budget", "2")) == [[5 * P]]
+    # a second later the first aggregate is old: the next budget end (after 4 packets) flushes it
+    assert payload_groups(run_cli(tmp_path, frames[:2] + ["sleep"] + frames[2:], "--napi-budget", "2",
+                                  "--poll-gap", "none")) == [[4 * P, P]]
+    assert main(["gro", str(tmp_path / "in.pcap"), str(tmp_path / "o.pcap"), "--hz", "0"]) == 2
     assert payload_groups(run_cli(tmp_path, frames, "--poll-gap", "5us")) == [[P] * 5]
     assert payload_groups(run_cli(tmp_path, frames, "--poll-gap", "none")) == [[5 * P]]
 

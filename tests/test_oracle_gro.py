@@ -7,8 +7,23 @@ reaches 64 KB earlier). So the kernel's poll ends are read off its aggregates
 (ended without PSH although the next segment fitted) and handed to the kit as
 time gaps; then the kit must give the kernel's aggregates exactly: the same
 boundaries, no merge across a PSH, the same headers (IP length, ID, flags, TTL,
-window). See ``offloadkit.lab.oracle``. With the CLI's default polls the check
-is expected to fail (xfail, a documented model gap).
+window). See ``offloadkit.lab.oracle``.
+
+Issue 3's literal check (the kit's boundaries are a subset of the kernel's, no
+merge across a PSH) runs with what is known of the capturing kernel: HZ 250
+(budget-exhausted polls flush everything) and polls that end when the veth ring
+runs empty between bursts (a gap of two capture ticks). It holds, exactly, on
+every capture but ``nots-mss1000`` (xfail, strict: see its reason).
+
+With the CLI's defaults (HZ 1000, 1 ms gap, 64-packet polls counted across
+bursts) the subset check holds on 6 of the 7 GRO captures, but not as evidence:
+at HZ 1000 a budget end flushes only packets from an earlier jiffy, so inside a
+sub-millisecond burst the kit simply does not flush where the HZ-250 kernel did
+(the kernel then shows extra boundaries, tolerated by the check); on
+``ts-mtu1492-pmtud`` a budget end falls after a 1 ms tick and the kit splits an
+aggregate the kernel kept. With ``--hz 250`` and the 1 ms gap, 6 of 7 fail
+(polls counted across bursts split aggregates). So with defaults only the PSH
+half is asserted.
 """
 from __future__ import annotations
 
@@ -78,17 +93,49 @@ def test_oracle_catches_extra_flushes(out_dir):
     assert not rep.ok and rep.kit_only_boundaries > 0, rep.summary()
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known model gap: with its default 64-packet polls (counted over the whole capture) the kit ends "
-    "polls where the kernel did not (a veth poll ends when its ring runs empty after a forwarded burst, "
-    "which a capture cannot show), so it splits aggregates the kernel kept whole; "
-    "test_kit_gro_equals_kernel_given_its_poll_ends supplies the kernel's poll ends instead"))
-@pytest.mark.parametrize("name", GRO_CASES[:3])
-def test_kit_gro_default_polls_are_kernel_boundaries(name, out_dir):
-    """With the CLI's defaults, over the arrivals: the check issue 3 states literally."""
+MSS1000_REPOLL = pytest.mark.xfail(strict=True, reason=(
+    "deferred repoll, invisible in a capture: bursts of 65 segments; the kernel's first poll takes 64 "
+    "(budget used up, HZ 250: all flushed, a 64000-byte aggregate) and leaves the PSH segment in the ring; "
+    "net_rx_action queues the NAPI behind the NAPIs scheduled meanwhile (the receiver's ACK travelling to the "
+    "sender, whose next 65-segment burst is forwarded into the ring first), so the next poll takes the leftover "
+    "plus 63 segments of the next burst (the rcv capture delivers the leftover 78 us after it arrived, after "
+    "that burst; the ACK at router-out acks only the 64000 bytes). The kit ends the poll at the 40 us gap "
+    "after the leftover and cuts the next burst after 64 segments instead of 63"))
+
+
+def _issue3_case(name):
+    return pytest.param(name, marks=MSS1000_REPOLL) if name == "nots-mss1000" else name
+
+
+@pytest.mark.parametrize("name", [_issue3_case(n) for n in GRO_CASES])
+def test_issue3_kit_boundaries_are_kernel_boundaries(name, out_dir):
+    """Issue 3, literally: only aggregate boundaries the kernel also has, never a merge across a PSH;
+    with the capturing kernel's HZ and polls that end when the ring runs empty between bursts."""
+    c = _case(name)
+    gap = f"{oracle.burst_poll_gap_ns(c['paths']['router-out'])}ns"
+    rep = oracle.compare_gro(_kit_gro(name, out_dir, "--hz", str(oracle.LAB_HZ), "--poll-gap", gap),
+                             c["paths"]["rcv"], c["paths"]["router-out"], c["sender_ip"])
+    assert rep.ok, rep.summary()
+    assert rep.coinciding > rep.kit_aggregates // 2, rep.summary()
+
+
+@pytest.mark.parametrize("name", GRO_CASES)
+def test_kit_gro_default_polls_never_merge_across_psh(name, out_dir):
+    """With the CLI's defaults: the PSH half of issue 3's check (see the module docstring for the rest)."""
     c = _case(name)
     rep = oracle.compare_gro(_kit_gro(name, out_dir), c["paths"]["rcv"], c["paths"]["router-out"], c["sender_ip"])
-    assert rep.ok, rep.summary()
+    assert rep.kit_aggregates > 0 and rep.psh_crossings == 0, rep.summary()
+
+
+def test_budget_end_flush_depends_on_hz(out_dir):
+    """The same capture and polls, HZ 250 vs 1000: at 1000 a budget end inside a burst keeps this
+    jiffy's packets held, so the kit makes fewer aggregates (and the oracle can tell them apart)."""
+    name = GRO_CASES[0]
+    c = _case(name)
+    kit = {hz: oracle.compare_gro(_kit_gro(name, out_dir, "--hz", hz, "--napi-budget", "16"), c["paths"]["rcv"],
+                                  c["paths"]["router-out"], c["sender_ip"]) for hz in ("250", "1000")}
+    assert kit["1000"].kit_aggregates < kit["250"].kit_aggregates
+    assert not kit["250"].ok
 
 
 @pytest.mark.parametrize("name", GRO_CASES)

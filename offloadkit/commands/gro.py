@@ -2,7 +2,11 @@
 
 IN's packets, in file order, arrive on one receive queue; a NAPI poll ends
 after ``--napi-budget`` packets or when the next packet arrives more than
-``--poll-gap`` after the previous one. OUT holds what the stack sees after GRO
+``--poll-gap`` after the previous one (the queue ran empty). A poll that ran
+empty flushes every held packet (napi_complete_done); one that used its budget
+flushes, with ``--hz`` >= 1000, only packets held since an earlier jiffy of the
+capture's clock (``__napi_poll``: ``gro_flush_normal(gro, HZ >= 1000)``), and
+everything below 1000. OUT holds what the stack sees after GRO
 (``engine.gro``), in delivery order, timestamped when delivered.
 
 Bytes:
@@ -61,10 +65,16 @@ def configure(parser) -> None:
     parser.add_argument("input", metavar="IN.pcap", help="packets as they arrive at the receiving NIC")
     parser.add_argument("output", metavar="OUT.pcap", help="where to write what the stack sees after GRO")
     parser.add_argument("--napi-budget", type=int, default=64, metavar="N",
-                        help="packets per NAPI poll (default 64, NAPI_POLL_WEIGHT)")
+                        help="packets per NAPI poll (default 64, NAPI_POLL_WEIGHT); see --hz for what a "
+                             "poll that uses it all flushes")
     parser.add_argument("--poll-gap", default="1ms", metavar="T",
-                        help="a gap longer than this between two packets ends the poll (default 1ms; "
-                             "units ns, us, ms, s; 'none' turns the rule off)")
+                        help="a gap longer than this between two packets means the queue ran empty: the poll "
+                             "ends and every held packet is flushed (default 1ms; units ns, us, ms, s; "
+                             "'none' turns the rule off)")
+    parser.add_argument("--hz", type=int, default=1000, metavar="HZ",
+                        help="the receiver's CONFIG_HZ (default 1000). A poll that uses its whole budget "
+                             "flushes only packets held since an earlier jiffy when HZ >= 1000, everything "
+                             "when HZ < 1000 (e.g. Debian's 250); a poll that runs empty flushes everything")
     parser.add_argument("--rx-csum", default="unnecessary", choices=RX_CHOICES,
                         help="receive checksum offload of the NIC (default unnecessary)")
     parser.add_argument("--cwr-rule", default="old", choices=("old", "accecn"),
@@ -457,7 +467,7 @@ def run(args) -> int:
     if args.napi_budget < 1:
         raise ValueError(f"--napi-budget {args.napi_budget}: a poll handles at least 1 packet (default 64)")
     params = GroParams(napi_budget=args.napi_budget, poll_gap_ns=parse_duration_ns(args.poll_gap),
-                       rx_csum=args.rx_csum, cwr_rule=args.cwr_rule, max_size=args.max_size)
+                       rx_csum=args.rx_csum, cwr_rule=args.cwr_rule, max_size=args.max_size, hz=args.hz)
     pcap = read_records(args.input)
     trace, hints, frames = records_to_trace(pcap)
     res = gro(trace, params, hints)

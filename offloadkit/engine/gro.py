@@ -8,10 +8,20 @@ output mapping and the software checksum passes GRO made.
 Rules (kernel function in brackets):
 
 - NAPI: a poll takes up to ``napi_budget`` packets; a poll also ends when the
-  next packet arrives more than ``poll_gap_ns`` after the previous one. The end
-  of a poll flushes every held packet: buckets in ascending order, oldest first
-  within a bucket [napi_complete_done -> gro_flush]. ``gro_flush_timeout`` is
-  not modelled (its default, 0, flushes everything).
+  next packet arrives more than ``poll_gap_ns`` after the previous one (the
+  model of a receive queue that ran empty). Flushes go bucket by bucket in
+  ascending order, oldest first within a bucket [__gro_flush]:
+  - queue empty [napi_complete_done -> gro_flush_normal(gro, false)]: every
+    held packet (``gro_flush_timeout`` is not modelled; its default 0 does this);
+  - budget used up [__napi_poll -> gro_flush_normal(gro, HZ >= 1000)]: with
+    ``hz`` >= 1000 only packets first held before the current jiffy; a
+    bucket's walk stops at its oldest packet held in this jiffy
+    [__gro_flush_chain, flush_old]; the others stay held into the next poll.
+    With ``hz`` < 1000, everything. Jiffies are ``time_ns * hz // 1e9``
+    (phase 0 at time 0: a real kernel's tick phase against capture time is
+    unknown); a packet's age is the jiffy it was first held in;
+  - both (the budget ran out on the last queued packet): the old packets,
+    then, at the empty repoll, the rest.
 - Flow table: ``buckets`` (8) lists by rx hash, ``max_held`` (8) packets per
   list; a new flow in a full list completes the oldest one [gro_flush_oldest].
   Same flow: addresses, ports, VLAN tag, VNI (+ outer UDP checksum zero/non-zero),
@@ -58,9 +68,8 @@ gate behind report 002 (a VXLAN packet with no checksum level left is not
 aggregated); "new" sums the inner TCP in software when the outer checksum is 0.
 ``max_size`` above 65536 is BIG TCP, for plain TCP only (encapsulated packets
 stay at 65536).
-
-Simplification: a poll that uses up its budget flushes everything, like a
-completed poll (the kernel then flushes only packets older than a jiffy).
+``hz=1000`` (CONFIG_HZ; Fedora/RHEL and newer Ubuntu kernels; Debian's is 250,
+like the lab machine that made ``data/captures``).
 """
 from __future__ import annotations
 
@@ -70,7 +79,7 @@ import numpy as np
 from numba import njit
 
 from .. import codes
-from ..trace import Trace
+from ..trace import FIELDS, Trace
 from . import checksum, csum_math
 
 FIN, SYN, RST, PSH, URG, CWR = codes.FIN, codes.SYN, codes.RST, codes.PSH, codes.URG, codes.CWR
@@ -81,12 +90,16 @@ NO_CLOSE = 255
 
 # columns of the output table O and the slot table S inside the kernel
 O_FIRST, O_COUNT, O_PLEN, O_LEN, O_FLOR, O_MSS, O_FIXED, O_CLOSE, O_TIME = range(9)
-S_USED, S_ROW, S_AGE, S_SEQEND, S_PLEN, S_LEN, S_CNT, S_MSS, S_FLOR, S_FIXED, S_TKEY = range(11)
+S_USED, S_ROW, S_AGE, S_SEQEND, S_PLEN, S_LEN, S_CNT, S_MSS, S_FLOR, S_FIXED, S_TKEY, S_JIF = range(12)
 
 
 @dataclass(frozen=True)
 class GroParams:
-    """GRO knobs. Times in ns; ``poll_gap_ns=None`` disables the gap rule."""
+    """GRO knobs. Times in ns; ``poll_gap_ns=None`` disables the gap rule.
+
+    ``hz`` (CONFIG_HZ) decides what a poll that used its whole budget flushes:
+    >= 1000 only packets held since an earlier jiffy, < 1000 everything.
+    """
 
     enabled: bool = True
     napi_budget: int = 64
@@ -100,6 +113,7 @@ class GroParams:
     buckets: int = 8
     max_held: int = 8
     verify_ip_csum: bool = True
+    hz: int = 1000                            # CONFIG_HZ: budget-exhausted polls flush old packets only if >= 1000
 
     def __post_init__(self):
         if self.napi_budget < 1:
@@ -122,6 +136,8 @@ class GroParams:
             raise ValueError(f"{self.buckets} GRO buckets: must be a power of two (the kernel has 8)")
         if self.max_held < 1:
             raise ValueError(f"max_held {self.max_held}: at least one held packet per bucket")
+        if not 1 <= self.hz <= 100_000:
+            raise ValueError(f"HZ {self.hz} is out of range: kernels tick at 100, 250, 300 or 1000 per second")
 
 
 @dataclass(frozen=True, eq=False)
@@ -217,10 +233,34 @@ def _row_hashes(i, ver, src, dst, src6, dst6, sport, dport, vlan, vni, outer_nz,
 @njit(cache=True)
 def _keys_kernel(ver, src, dst, src6, dst6, sport, dport, vlan, vni, encap_col, outer_csum, h_flow, h_opt,
                  hlen, mss, sackok, ts, tsval, tsecr, wscale, sack_n, sack, th, fk, ok):
-    """Tuple hash, flow hash and option hash of every row (h_flow/h_opt: hints, empty when absent)."""
+    """Tuple hash, flow hash and option hash of every row (h_flow/h_opt: hints, empty when absent).
+
+    A row whose hashed fields equal the previous row's reuses its hashes (bursts of
+    one flow, equal timestamps): same values, a fraction of the multiplications.
+    """
     has_flow = len(h_flow) > 0
     has_opt = len(h_opt) > 0
     for i in range(len(ver)):
+        j = i - 1
+        same_flow = (j >= 0 and ver[i] == ver[j] and sport[i] == sport[j] and dport[i] == dport[j]
+                     and vlan[i] == vlan[j] and vni[i] == vni[j] and encap_col[i] == encap_col[j]
+                     and outer_csum[i] == outer_csum[j] and (not has_flow or h_flow[i] == h_flow[j]))
+        if same_flow:
+            if ver[i] == 6:
+                for k in range(16):
+                    if src6[i, k] != src6[j, k] or dst6[i, k] != dst6[j, k]:
+                        same_flow = False
+                        break
+            else:
+                same_flow = src[i] == src[j] and dst[i] == dst[j]
+        same_opt = (has_opt or (j >= 0 and sack_n[i] == 0 and sack_n[j] == 0 and hlen[i] == hlen[j]
+                                and mss[i] == mss[j] and sackok[i] == sackok[j] and ts[i] == ts[j]
+                                and wscale[i] == wscale[j] and tsval[i] == tsval[j] and tsecr[i] == tsecr[j]))
+        if same_flow and same_opt:
+            th[i] = th[j]
+            fk[i] = fk[j]
+            ok[i] = h_opt[i] if has_opt else ok[j]
+            continue
         vx = (encap_col[i] & 8) != 0 or vni[i] >= 0
         onz = vx and outer_csum[i] > 0
         extra = h_flow[i] if has_flow else np.uint64(0)
@@ -279,15 +319,15 @@ def _dense_ids(h):
 
 @njit(cache=True)
 def _emit_slot(S, s, O, m, close, t, last_close):
-    O[m, O_FIRST] = S[s, S_ROW]
-    O[m, O_COUNT] = S[s, S_CNT]
-    O[m, O_PLEN] = S[s, S_PLEN]
-    O[m, O_LEN] = S[s, S_LEN]
-    O[m, O_FLOR] = S[s, S_FLOR]
-    O[m, O_MSS] = S[s, S_MSS]
-    O[m, O_FIXED] = S[s, S_FIXED]
-    O[m, O_CLOSE] = close
-    O[m, O_TIME] = t
+    O[O_FIRST, m] = S[s, S_ROW]
+    O[O_COUNT, m] = S[s, S_CNT]
+    O[O_PLEN, m] = S[s, S_PLEN]
+    O[O_LEN, m] = S[s, S_LEN]
+    O[O_FLOR, m] = S[s, S_FLOR]
+    O[O_MSS, m] = S[s, S_MSS]
+    O[O_FIXED, m] = S[s, S_FIXED]
+    O[O_CLOSE, m] = close
+    O[O_TIME, m] = t
     last_close[S[s, S_TKEY]] = close
     S[s, S_USED] = 0
     return m + 1
@@ -295,22 +335,26 @@ def _emit_slot(S, s, O, m, close, t, last_close):
 
 @njit(cache=True)
 def _emit_single(i, cnt, plen, base_len, mss, O, m, close, t, last_close, tkey):
-    O[m, O_FIRST] = i
-    O[m, O_COUNT] = cnt
-    O[m, O_PLEN] = plen
-    O[m, O_LEN] = base_len
-    O[m, O_FLOR] = 0
-    O[m, O_MSS] = mss
-    O[m, O_FIXED] = 0
-    O[m, O_CLOSE] = close
-    O[m, O_TIME] = t
+    O[O_FIRST, m] = i
+    O[O_COUNT, m] = cnt
+    O[O_PLEN, m] = plen
+    O[O_LEN, m] = base_len
+    O[O_FLOR, m] = 0
+    O[O_MSS, m] = mss
+    O[O_FIXED, m] = 0
+    O[O_CLOSE, m] = close
+    O[O_TIME, m] = t
     last_close[tkey] = close
     return m + 1
 
 
 @njit(cache=True)
-def _flush_all(S, O, m, nb, mh, close, t, last_close, bcount):
-    """Complete every held packet: buckets ascending, oldest first."""
+def _flush(S, O, m, nb, mh, close, t, last_close, bcount, old_only, now_jif):
+    """Complete held packets: buckets ascending, oldest first within a bucket [__gro_flush].
+
+    ``old_only`` [__gro_flush_chain with flush_old]: a bucket's walk stops at its
+    first (oldest) packet held in the current jiffy ``now_jif``; the rest stay held.
+    """
     for b in range(nb):
         while True:
             best = -1
@@ -318,10 +362,32 @@ def _flush_all(S, O, m, nb, mh, close, t, last_close, bcount):
                 s = b * mh + k
                 if S[s, S_USED] == 1 and (best < 0 or S[s, S_AGE] < S[best, S_AGE]):
                     best = s
-            if best < 0:
+            if best < 0 or (old_only and S[best, S_JIF] == now_jif):
                 break
             m = _emit_slot(S, best, O, m, close, t, last_close)
-        bcount[b] = 0
+            bcount[b] -= 1
+    return m
+
+
+@njit(cache=True, inline="always")
+def _jiffy(t_ns, hz):
+    """jiffies at time ``t_ns`` (phase 0 at t = 0), without int64 overflow for epoch times."""
+    return (t_ns // 1_000_000_000) * hz + ((t_ns % 1_000_000_000) * hz) // 1_000_000_000
+
+
+@njit(cache=True)
+def _poll_end(S, O, m, nb, mh, t, last_close, bcount, budget_used, queue_empty, flush_old, hz):
+    """Flushes at the end of a NAPI poll [__napi_poll, napi_complete_done].
+
+    Budget used up: ``gro_flush_normal(gro, HZ >= 1000)``, i.e. only packets held
+    before the current jiffy when ``flush_old``, else everything. Queue empty
+    (napi_complete_done, gro_flush_timeout 0): everything. Both (the budget ran out
+    on the last queued packet): the old packets, then at the empty repoll the rest.
+    """
+    if budget_used:
+        m = _flush(S, O, m, nb, mh, 8, t, last_close, bcount, flush_old, _jiffy(t, hz))
+    if queue_empty:
+        m = _flush(S, O, m, nb, mh, 8, t, last_close, bcount, False, 0)
     return m
 
 
@@ -339,15 +405,17 @@ def _ip_id_flush(S, s, fixed_bit, id_new, id_head, df_new, ipid_df):
 @njit(cache=True)
 def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, window, ack, optk, hlen,
                netk, is_v4, ipid, df, onet, oid, pcnt, gso, base_len, encap,
-               budget, gap_ns, max_size, cwr_old, ipid_df, nb, mh,
+               budget, gap_ns, max_size, cwr_old, ipid_df, nb, mh, flush_old, hz,
                reason, owner, O):
     """Run GRO over one receive queue. Fills reason/owner per row and O per output; returns #outputs.
 
     kind: 0 TCP for GRO, 1 delivered at the IP layer, 2 checksum failed / tunnel
     refused, 3 GRO off. owner[i]: input row heading the aggregate row i joined.
+    onet/oid: outer IPv4 header keys, empty when no packet has one.
     """
     n = len(t_ns)
-    S = np.zeros((nb * mh, 11), np.int64)
+    has_outer = len(onet) > 0
+    S = np.zeros((nb * mh, 12), np.int64)
     sf = np.zeros(nb * mh, np.uint64)
     bcount = np.zeros(nb, np.int64)
     last_close = np.full(max(n_tkeys, 1), NO_CLOSE, np.int64)
@@ -356,9 +424,12 @@ def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, 
     age = 0
     fl_mask = 0x1FF & ~(FIN | PSH | (CWR if cwr_old else 0))
     for i in range(n):
-        if i > 0 and (npoll >= budget or (gap_ns >= 0 and t_ns[i] - t_ns[i - 1] > gap_ns)):
-            m = _flush_all(S, O, m, nb, mh, 8, t_ns[i - 1], last_close, bcount)  # GRO_END_OF_POLL
-            npoll = 0
+        if i > 0:
+            used = npoll >= budget
+            empty = gap_ns >= 0 and t_ns[i] - t_ns[i - 1] > gap_ns
+            if used or empty:                                        # GRO_END_OF_POLL
+                m = _poll_end(S, O, m, nb, mh, t_ns[i - 1], last_close, bcount, used, empty, flush_old, hz)
+                npoll = 0
         npoll += 1
         owner[i] = i
         t = t_ns[i]
@@ -399,7 +470,8 @@ def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, 
                 bad_net = netk[i] != netk[p]
                 if is_v4[i] and _ip_id_flush(S, s, 2, ipid[i], ipid[p], df[i], ipid_df):
                     bad_net = True
-                if onet[i] >= 0 and (onet[i] != onet[p] or _ip_id_flush(S, s, 1, oid[i], oid[p], True, ipid_df)):
+                if has_outer and onet[i] >= 0 and (onet[i] != onet[p]
+                                                   or _ip_id_flush(S, s, 1, oid[i], oid[p], True, ipid_df)):
                     bad_net = True
                 if r == 0 and bad_net:
                     r = 6                                            # GRO_IP_RULE
@@ -480,6 +552,7 @@ def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, 
         S[s, S_ROW] = i
         S[s, S_AGE] = age
         age += 1
+        S[s, S_JIF] = _jiffy(t, hz)
         S[s, S_SEQEND] = (np.int64(seq[i]) + pl) & 0xFFFFFFFF
         S[s, S_PLEN] = pl
         S[s, S_LEN] = base_len[i]
@@ -490,7 +563,7 @@ def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, 
         S[s, S_TKEY] = tkey[i]
         sf[s] = fkey[i]
     if n > 0:
-        m = _flush_all(S, O, m, nb, mh, 8, t_ns[n - 1], last_close, bcount)
+        m = _poll_end(S, O, m, nb, mh, t_ns[n - 1], last_close, bcount, npoll >= budget, True, flush_old, hz)
     return m
 
 
@@ -617,9 +690,9 @@ def prepare(trace: Trace, params: GroParams, hints: GroHints | None = None) -> d
     out.update(
         t_ns=c["time_ns"], tkey=tkey, n_tkeys=n_tkeys, seq=c["seq"], plen=c["payload_len"], flags=c["flags"],
         window=c["window"], ack=c["ack"], hlen=c["tcp_hlen"], is_v4=c["ip_version"] == 4, ipid=c["ip_id"],
-        df=c["df"], onet=onet if len(onet) else np.full(n, -1, np.int64),
+        df=c["df"], onet=onet,
         oid=_hint(hints, "outer_id", n, np.int64) if hints is not None and hints.outer_id is not None
-        else np.zeros(n, np.int64),
+        else np.zeros(len(onet), np.int64),
         _passes=checksum.CsumPasses.at(codes.PASS_GRO_VALIDATE, pb[rows], rows))
     return out
 
@@ -630,16 +703,32 @@ KERNEL_ARGS = ("t_ns", "fkey", "tkey", "n_tkeys", "bucket", "kind", "soft", "seq
 
 
 def run_kernel(prep: dict, params: GroParams):
-    """(reasons, owner, O[:m]) from prepared arrays."""
+    """(reasons, owner, O[:, :m]) from prepared arrays: O has one row per output field (O_*)."""
     n = len(prep["t_ns"])
     reason = np.zeros(n, np.uint8)
     owner = np.zeros(n, np.int64)
-    O = np.zeros((max(n, 1), 9), np.int64)
+    O = np.empty((9, max(n, 1)), np.int64)
     gap = -1 if params.poll_gap_ns is None else int(params.poll_gap_ns)
     m = gro_kernel(*[prep[k] for k in KERNEL_ARGS], int(params.napi_budget), gap, int(params.max_size),
                    params.cwr_rule == "old", params.ipid_rule == "df-fixed", int(params.buckets),
-                   int(params.max_held), reason, owner, O)
-    return reason, owner, O[:m]
+                   int(params.max_held), int(params.hz) >= 1000, int(params.hz), reason, owner, O)
+    return reason, owner, O[:, :m]
+
+
+@njit(cache=True)
+def _out_rows(first, owner):
+    """Output row of every input row: the row its aggregate's head was delivered in."""
+    out_row = np.empty(len(owner), np.int64)
+    for k in range(len(first)):
+        out_row[first[k]] = k
+    for i in range(len(owner)):
+        out_row[i] = out_row[owner[i]]
+    return out_row
+
+
+# columns of an output packet that gro() computes; every other column is the first packet's
+_COMPUTED = ("payload_len", "ip_len", "flags", "gso_size", "gso_segs", "gso_type", "csum_state", "csum_level",
+             "csum_bad", "drop", "gro_reason", "time_ns", "ip_csum", "tcp_csum")
 
 
 def gro(trace: Trace, params: GroParams | None = None, hints: GroHints | None = None) -> GroResult:
@@ -648,62 +737,62 @@ def gro(trace: Trace, params: GroParams | None = None, hints: GroHints | None = 
     n = len(trace)
     prep = prepare(trace, params, hints)
     reasons, owner, O = run_kernel(prep, params)
-    first = O[:, O_FIRST]
-    count = O[:, O_COUNT]
-    out = trace[first]
+    first = O[O_FIRST]                                  # contiguous: a strided index is copied by every gather
+    count = O[O_COUNT]
     c = trace.columns
+    # one gather per column (np.take: fast for the 2-D address/SACK columns too)
+    g = {k: np.take(v, first, axis=0) for k, v in c.items() if k not in _COMPUTED or k in (
+        "payload_len", "ip_len", "flags", "gso_type", "csum_bad", "drop", "ip_csum", "tcp_csum")}
     multi = count > 1
-    plen_out = O[:, O_PLEN]
-    ip_len = c["ip_len"][first].astype(np.int64) + plen_out - c["payload_len"][first]
-    v4 = c["ip_version"][first] == 4
-    head_flags = c["flags"][first].astype(np.int64)
+    plen_out = O[O_PLEN]
+    v4 = g["ip_version"] == 4
+    head_flags = g["flags"].astype(np.int64)
     gso_type = np.where(v4, codes.GSO_TCPV4, GSO_TCPV6)
-    gso_type = gso_type | np.where((O[:, O_FIXED] & 2) != 0, codes.GSO_TCP_FIXEDID, 0)
+    gso_type |= np.where((O[O_FIXED] & 2) != 0, codes.GSO_TCP_FIXEDID, 0)
     ecn_bit = codes.GSO_TCP_ECN if params.cwr_rule == "old" else codes.GSO_TCP_ACCECN
-    gso_type = gso_type | np.where((head_flags & CWR) != 0, ecn_bit, 0)
-    vx = ((c["encap"][first] & codes.ENC_VXLAN) != 0) | (c["vni"][first] >= 0)
-    tun = np.where(c["outer_udp_csum"][first] > 0, codes.GSO_UDP_TUNNEL_CSUM, codes.GSO_UDP_TUNNEL)
-    gso_type = gso_type | np.where(vx, tun, 0)
-    in_state = prep["_st_after"][first]
-    in_level = prep["_lv_after"][first]
-    bad_single = (prep["kind"][first] == 2) & ~prep["_refused"][first]
+    gso_type |= np.where((head_flags & CWR) != 0, ecn_bit, 0)
+    vx = ((g["encap"] & codes.ENC_VXLAN) != 0) | (g["vni"] >= 0)
+    gso_type |= np.where(vx, np.where(g["outer_udp_csum"] > 0, codes.GSO_UDP_TUNNEL_CSUM, codes.GSO_UDP_TUNNEL), 0)
+    kind_f = prep["kind"][first]
+    if params.enabled:
+        st, lv = prep["_st_after"][first], prep["_lv_after"][first]
+    else:
+        st, lv = prep["_state"][first], prep["_level"][first]
+    bad_single = (kind_f == 2) & ~prep["_refused"][first]
     mc = {
         "payload_len": plen_out,
-        "ip_len": ip_len,
-        "flags": head_flags | O[:, O_FLOR],
-        "gso_size": np.where(multi, O[:, O_MSS], 0),
+        "ip_len": g["ip_len"].astype(np.int64) + plen_out - g["payload_len"],
+        "flags": head_flags | O[O_FLOR],
+        "gso_size": np.where(multi, O[O_MSS], 0),
         "gso_segs": np.where(multi, count, 0),
-        "gso_type": np.where(multi, gso_type | c["gso_type"][first], c["gso_type"][first]),
-        "csum_state": np.where(multi, codes.CSUM_PARTIAL, in_state),
-        "csum_level": np.where(multi, 0, in_level),
-        "csum_bad": np.where(multi, False, c["csum_bad"][first]),
-        "drop": np.where(bad_single, codes.DROP_BAD_CSUM, c["drop"][first]),
+        "gso_type": np.where(multi, gso_type | g["gso_type"], g["gso_type"]),
+        "csum_state": np.where(multi, codes.CSUM_PARTIAL, st),
+        "csum_level": np.where(multi, 0, lv),
+        "csum_bad": multi.__invert__() & g["csum_bad"],
+        "drop": np.where(bad_single, codes.DROP_BAD_CSUM, g["drop"]),
         "gro_reason": reasons[first],
-        "time_ns": O[:, O_TIME],
+        "time_ns": O[O_TIME],
     }
-    if not params.enabled:
-        mc["csum_state"] = prep["_state"][first]
-        mc["csum_level"] = prep["_level"][first]
-    out = out.replace(**mc)
-    idx = np.nonzero(multi & (out.ip_version == 4))[0]
+    if not params.enabled:                                   # GRO off: the NIC's state, GSO packets too
+        mc["csum_state"], mc["csum_level"] = st, lv
+    for k, v in mc.items():
+        dt = np.dtype(FIELDS[k][0])
+        g[k] = v if v.dtype == dt else v.astype(dt)
+    ip_col, tcp_col = g["ip_csum"], g["tcp_csum"]          # fresh gathers: patched in place
+    idx = np.nonzero(multi & v4)[0]
     if len(idx):
-        o = out.columns
         ipc = np.zeros(len(idx), np.uint16)
-        csum_math.ip_checksum_kernel(o["ip_hlen"][idx], o["tos"][idx], o["ip_len"][idx], o["ip_id"][idx],
-                                     o["df"][idx], o["frag"][idx], o["ttl"][idx], o["src_ip"][idx],
-                                     o["dst_ip"][idx], ipc)
+        csum_math.ip_checksum_kernel(g["ip_hlen"][idx], g["tos"][idx], g["ip_len"][idx], g["ip_id"][idx],
+                                     g["df"][idx], g["frag"][idx], g["ttl"][idx], g["src_ip"][idx],
+                                     g["dst_ip"][idx], ipc)
         pseudo = np.zeros(len(idx), np.uint16)
-        csum_math.tcp_pseudo_kernel(o["src_ip"][idx], o["dst_ip"][idx], o["tcp_hlen"][idx],
-                                    o["payload_len"][idx], pseudo)
-        ip_col = o["ip_csum"].copy()
-        tcp_col = o["tcp_csum"].copy()
+        csum_math.tcp_pseudo_kernel(g["src_ip"][idx], g["dst_ip"][idx], g["tcp_hlen"][idx],
+                                    g["payload_len"][idx], pseudo)
         ip_col[idx] = ipc
         tcp_col[idx] = pseudo
-        out = out.replace(ip_csum=ip_col, tcp_csum=tcp_col)
-    out_of_first = np.full(max(n, 1), -1, np.int64)
-    out_of_first[first] = np.arange(len(first))
-    out_row = out_of_first[owner] if n else np.zeros(0, np.int64)
-    return GroResult(out=out, reasons=reasons, out_row=out_row, closed_by=O[:, O_CLOSE].astype(np.uint8),
+    out = Trace({k: g[k] for k in c}, trace.points, dict(trace.meta))
+    out_row = _out_rows(first, owner)
+    return GroResult(out=out, reasons=reasons, out_row=out_row, closed_by=O[O_CLOSE].astype(np.uint8),
                      passes=prep["_passes"], rx_state=prep["_state"], params=params, inp=trace)
 
 

@@ -91,9 +91,13 @@ def options_of(row: dict):
 
 def gro_reference(rows: list[dict], buckets: list[int], *, budget=64, gap_ns=1_000_000, max_size=65536,
                   cwr_rule="old", ipid_rule="current", rx_csum="unnecessary", tunnel_rule="old",
-                  max_held=8, n_buckets=8, ip_ok=None, enabled=True):
+                  max_held=8, n_buckets=8, ip_ok=None, enabled=True, hz=1000):
     """Returns (reasons per row, outputs) with outputs = list of dicts
-    {rows: [input rows], close: reason, time: ns}, in delivery order."""
+    {rows: [input rows], close: reason, time: ns}, in delivery order.
+
+    Poll ends: the queue ran empty (gap) -> flush everything; the budget ran out ->
+    ``gro_flush_normal(HZ >= 1000)``: with hz >= 1000 each bucket is walked oldest
+    first and the walk stops at the first packet held in the current jiffy."""
     reasons = [None] * len(rows)
     outputs = []
     lists = [[] for _ in range(n_buckets)]      # newest first, like the kernel's gro_list
@@ -107,17 +111,33 @@ def gro_reference(rows: list[dict], buckets: list[int], *, budget=64, gap_ns=1_0
         outputs.append({"rows": [i], "close": close, "time": t})
         last_close[tup] = close
 
-    def flush_all(t):
+    def jiffy(t):
+        return t * hz // 1_000_000_000
+
+    def flush(t, old_only):
+        now = jiffy(t)
         for lst in lists:
-            for p in reversed(lst):             # oldest first
+            while lst:
+                p = lst[-1]                     # oldest first (__gro_flush_chain walks the list in reverse)
+                if old_only and p["age"] == now:
+                    break
+                lst.pop()
                 deliver(p, codes.GRO_END_OF_POLL, t)
-            lst.clear()
+
+    def poll_end(t, used, empty):
+        if used:
+            flush(t, hz >= 1000)                # __napi_poll: gro_flush_normal(gro, HZ >= 1000)
+        if empty:
+            flush(t, False)                     # napi_complete_done: everything
 
     in_poll = 0
     for i, row in enumerate(rows):
-        if i and (in_poll >= budget or (gap_ns is not None and row["time_ns"] - rows[i - 1]["time_ns"] > gap_ns)):
-            flush_all(rows[i - 1]["time_ns"])
-            in_poll = 0
+        if i:
+            used = in_poll >= budget
+            empty = gap_ns is not None and row["time_ns"] - rows[i - 1]["time_ns"] > gap_ns
+            if used or empty:
+                poll_end(rows[i - 1]["time_ns"], used, empty)
+                in_poll = 0
         in_poll += 1
         t = row["time_ns"]
         tup, fkey = flow_of(row)
@@ -212,9 +232,9 @@ def gro_reference(rows: list[dict], buckets: list[int], *, budget=64, gap_ns=1_0
             deliver(oldest, codes.GRO_TABLE_FULL, t)
         lst.insert(0, {"rows": [i], "fkey": fkey, "tup": tup, "seq_end": (row["seq"] + plen) & 0xFFFFFFFF,
                        "len": row["ip_len"] + max(row["l2_bytes"] - 14, 0), "count": count,
-                       "mss": gso if gso else plen, "fixed": False})
+                       "mss": gso if gso else plen, "fixed": False, "age": jiffy(t)})
     if rows:
-        flush_all(rows[-1]["time_ns"])
+        poll_end(rows[-1]["time_ns"], in_poll >= budget, True)
     return reasons, outputs
 
 
