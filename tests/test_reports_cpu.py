@@ -66,8 +66,6 @@ def test_splice_allocation_share_rises():
     assert sa > 2 * sb                                    # the report: 12 % -> 41.5 %
 
 
-@pytest.mark.xfail(strict=False, reason="the host file's miss_line weights put most of the cliff's extra cost on "
-                   "allocation symbols: at the top of the band or above it (seed: 41.5 %)")
 def test_splice_allocation_share_above_matches_the_seed():
     n_a = len(load_facts("splice").group("samples.above."))
     assert SP["alloc_share_above_pct"].check(100 * splice.alloc_share(splice.run("broken").result, n_a))

@@ -86,7 +86,7 @@ def scenario(s: dict) -> Scenario:
     nic_model = s["segmenter"] if (s["mpls"] or s["segmenter"] != "drop-gso") else "hw-tso"
     return Scenario(
         tcp=Tcp(mss=None if s["mss"] is None else int(s["mss"]), psh_on_gso=False,
-                tso_retransmits=KERNEL_RULES[s["kernel"]]),
+                tso_retransmits=KERNEL_RULES[s["kernel"]], rack_reo_timer=False),   # RACK timer: 4.11+
         nic=Nic(model=nic_model, tso=s["tso"], gso=s["gso"], mtu=int(s["mtu"]), rate_bps=max(int(rate) * 2, 10**9),
                 drop_reason=s["drop_reason"]),
         path=(Hop("ns1", rate_bps=int(rate), delay_ns=int(s["rtt_us"] * 500), mtu=1500,

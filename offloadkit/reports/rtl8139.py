@@ -86,7 +86,8 @@ def scenario(s: dict) -> Scenario:
     delay = int(round(s["rtt_ms"] * 1e6 / 2))
     return Scenario(
         tcp=Tcp(mss=None if s["mss"] is None else int(s["mss"]), mss_clamp=int(s["mss_clamp"]), psh_on_gso=tcp_forces_psh(GUEST_KERNEL),
-                tso_retransmits=GUEST_KERNEL >= TSO_RETRANSMITS_SINCE),
+                tso_retransmits=GUEST_KERNEL >= TSO_RETRANSMITS_SINCE,
+                rack_reo_timer=GUEST_KERNEL >= (4, 11)),    # RACK reordering timer since 4.11
         nic=Nic(model=s["nic"], tso=s["tso"], gso=s["gso"], mtu=int(s["mtu"]), rate_bps=1_000_000_000),
         path=(Hop("ppp", rate_bps=int(rate), delay_ns=delay, mtu=int(s["path_mtu"]), icmp=s["icmp"],
                   queue_packets=int(s["queue_packets"])),),
