@@ -1,0 +1,104 @@
+"""``offloadkit doctor``: diagnose offload pathologies in a capture, in plain words with evidence.
+
+:func:`diagnose_file` reads a pcap/pcapng with :func:`offloadkit.io.capture.read_capture`
+(a damaged file is diagnosed on the packets read, its reader message becoming a
+finding); :func:`diagnose` works on a Trace. Every check is numpy over the trace's
+columns, grouped by (flow, direction) - see :mod:`.context`. The checks:
+
+- ``super-packets`` / ``aggregates`` (info): packets over the link MTU, i.e. the
+  capture was taken above TSO/GSO or after GRO/LRO (:mod:`.sizes`);
+- ``mss-mismatch`` (error): segments larger than the receiver's MSS option allows,
+  e.g. 1448/1432 where MSS 1452 with timestamps means 1440 (report 000);
+  ``segment-size`` (info): consistently smaller segments (iperf3 -M);
+- ``black-hole`` (error): segments resent smaller at the same sequence number,
+  again and again, or the same-size piece missing at this point each time (:mod:`.loss`);
+- ``no-aggregation`` (info; warning with ``gro="on"``): a bulk flow seen one
+  segment per packet where GRO could have merged (report 002);
+- ``checksum-offload`` / ``checksum-partial-received`` / ``checksum-unverified`` (info),
+  ``checksum-corruption`` (error) (:mod:`.checksums`);
+- ``flow-stats`` (info) per flow, ``retransmissions`` (warning when >= 5 % of the
+  bytes) (:mod:`.stats`);
+- ``capture-damaged`` (warning) and ``capture-note`` (info) from the reader.
+
+Healthy traffic gives info findings only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..trace import Trace
+from . import checksums, loss, sizes, stats
+from .context import Hints, build
+from .findings import SEVERITIES, Finding, plain
+
+__all__ = ["Diagnosis", "Finding", "Hints", "diagnose", "diagnose_file"]
+
+
+@dataclass
+class Diagnosis:
+    """The findings (most severe first), the per-flow table and what was read."""
+
+    findings: list[Finding]
+    flows: list[dict] = field(default_factory=list)
+    packets: int = 0
+    capture: str = ""
+    mtu: int = 0
+    mtu_from: str = ""
+
+    def worst(self) -> str:
+        return max((f.severity for f in self.findings), key=SEVERITIES.index, default="info")
+
+    def kinds(self, severity: str | None = None) -> set[str]:
+        return {f.kind for f in self.findings if severity is None or f.severity == severity}
+
+    def alarms(self) -> list[Finding]:
+        """Warnings and errors."""
+        return [f for f in self.findings if f.severity != "info"]
+
+    def to_dict(self) -> dict:
+        return {"capture": self.capture, "packets": self.packets, "mtu": self.mtu, "mtu_from": self.mtu_from,
+                "worst": self.worst(), "findings": [f.to_dict() for f in self.findings],
+                "flows": [plain(r) for r in self.flows]}
+
+
+def diagnose(trace: Trace, side: str | None = None, mtu: int | None = None, gro: str | None = None,
+             notes: list[str] | None = None, error: str | None = None, capture: str = "") -> Diagnosis:
+    """Diagnose a Trace whose ``flow``/``direction`` columns are set (direction 0 = data).
+
+    side: where the capture was taken ("sender"/"receiver"; None: inferred per flow).
+    mtu: the link MTU (None: from the SYNs' MSS options, else 1500). gro: "on"/"off" if known.
+    notes/error: the reader's messages, reported as findings.
+    """
+    hints = Hints(side=side, mtu=mtu, gro=gro)
+    found: list[Finding] = []
+    if error:
+        found.append(Finding("capture-damaged", "warning",
+                             f"The capture is damaged: {error} The diagnosis covers the {len(trace)} TCP packets "
+                             f"read before that point.", {"reader_message": error, "packets_read": len(trace)}))
+    for note in notes or []:
+        if note != error:
+            found.append(Finding("capture-note", "info", note, {"reader_message": note}))
+    if len(trace) == 0:
+        found.append(Finding("no-tcp", "info", "No TCP packets to diagnose in this capture.", {}))
+        return Diagnosis(found, [], 0, capture, hints.mtu or 0, "")
+    ctx = build(trace, hints)
+    for check in (sizes.super_packets, sizes.mss_mismatch, loss.black_hole, sizes.no_aggregation,
+                  checksums.checksum_findings):
+        found += check(ctx)
+    table = stats.flow_table(ctx)
+    found += stats.stats_findings(ctx, table)
+    found.sort(key=lambda f: -SEVERITIES.index(f.severity))
+    return Diagnosis(found, table, len(trace), capture, ctx.mtu, ctx.mtu_why)
+
+
+def diagnose_file(path, side: str | None = None, mtu: int | None = None, gro: str | None = None) -> Diagnosis:
+    """Read a pcap/pcapng and diagnose it. Raises ValueError only if the file cannot be opened
+    or is not a capture at all (nothing could be read)."""
+    from ..io.capture import read_capture
+    res = read_capture(path)
+    name = str(path) if not isinstance(path, (bytes, bytearray, memoryview)) else "<bytes>"
+    trace = res.trace if res.trace is not None else Trace.empty()
+    if res.error and res.records == 0 and len(trace) == 0 and res.format == "unknown":
+        raise ValueError(f"{Path(name).name}: {res.error}")
+    return diagnose(trace, side=side, mtu=mtu, gro=gro, notes=res.messages, error=res.error, capture=name)
