@@ -1,0 +1,97 @@
+"""``offloadkit simulate``: TCP flows over one bottleneck hop through the offload engine.
+
+Prints goodput, retransmissions, drops by reason and the segment sizes seen
+at each capture point; ``--json`` prints the same as one JSON object.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from ..cli import UsageError
+from ..engine.segment import NIC_MODELS
+from ..model import Scenario, parse_rate, parse_size, parse_time
+
+
+def configure(parser) -> None:
+    parser.add_argument("--rate", default="100Mbit", help="bottleneck rate (default 100Mbit)")
+    parser.add_argument("--rtt", default="20ms", help="round-trip propagation delay (default 20ms)")
+    parser.add_argument("--loss", type=float, default=0.0, help="random loss probability per packet (e.g. 0.001)")
+    parser.add_argument("--mss", type=int, default=None,
+                        help="TCP payload bytes per segment (default: from --mtu; 1448 for 1500 with timestamps)")
+    parser.add_argument("--mtu", type=int, default=1500, help="the sender NIC's MTU (default 1500)")
+    parser.add_argument("--path-mtu", type=int, default=None,
+                        help="MTU of the bottleneck hop (default: --mtu); bigger packets are dropped")
+    parser.add_argument("--icmp", action="store_true",
+                        help="the hop sends ICMP frag-needed for oversize packets (default: silent black hole)")
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--tso", dest="tso", action="store_true", default=True, help="TSO and GSO on (default)")
+    g.add_argument("--no-tso", dest="tso", action="store_false", help="TSO and GSO off: one MSS per packet")
+    g2 = parser.add_mutually_exclusive_group()
+    g2.add_argument("--gro", dest="gro", action="store_true", default=True, help="GRO on at the receiver (default)")
+    g2.add_argument("--no-gro", dest="gro", action="store_false", help="GRO off at the receiver")
+    parser.add_argument("--nic", default="hw-tso", choices=list(NIC_MODELS), help="the sender NIC model")
+    parser.add_argument("--cc", default="cubic", choices=["newreno", "cubic"], help="congestion control")
+    parser.add_argument("--old-kernel", action="store_true",
+                        help="Linux 4.4 TCP: no PSH on GSO packets, 1-MSS retransmissions, no RACK timer")
+    g3 = parser.add_mutually_exclusive_group()
+    g3.add_argument("--duration", default=None, help="simulated time, e.g. 20s (default 10s)")
+    g3.add_argument("--bytes", default=None, help="bytes per flow, e.g. 100MB (runs to completion)")
+    parser.add_argument("--flows", type=int, default=1, help="parallel flows (default 1)")
+    parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    parser.add_argument("--json", action="store_true", help="print a JSON object")
+
+
+def scenario_from_args(args) -> Scenario:
+    duration = parse_time(args.duration) if args.duration else None
+    nbytes = parse_size(args.bytes) if args.bytes else None
+    if duration is None and nbytes is None:
+        duration = 10 * 10**9
+    rate = parse_rate(args.rate)
+    rtt = parse_time(args.rtt)
+    if rtt < 2:
+        raise UsageError(f"--rtt {args.rtt} is too small: give at least 2 ns")
+    sc = Scenario.simple(rate_bps=rate, rtt_ns=rtt, loss=args.loss, mss=args.mss, mtu=args.mtu,
+                         path_mtu=args.path_mtu, tso=args.tso, gro=args.gro, nic=args.nic, cc=args.cc,
+                         duration_ns=duration, bytes_per_flow=nbytes, flows=args.flows, seed=args.seed,
+                         icmp=args.icmp, trace_limit=20_000)
+    if args.old_kernel:
+        sc = sc.replace(tcp=dataclasses.replace(sc.tcp, psh_on_gso=False, tso_retransmits=False,
+                                                   rack_reo_timer=False))
+    return sc
+
+
+def _sizes(sizes: dict[int, int], top: int = 4) -> str:
+    total = sum(sizes.values())
+    if not total:
+        return "no data packets"
+    best = sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    parts = [f"{size} B x{count}" for size, count in best]
+    if len(sizes) > top:
+        parts.append(f"{len(sizes) - top} more sizes")
+    return f"{total} packets: " + ", ".join(parts)
+
+
+def run(args) -> int:
+    from ..simulate import simulate
+    result = simulate(scenario_from_args(args))
+    if args.json:
+        print(json.dumps(result.summary(), indent=1))
+        return 0
+    sc = result.scenario
+    print(f"goodput      {result.goodput_bps / 1e6:.3f} Mbit/s over {result.duration_s:.3f} s "
+          f"(bottleneck {sc.bottleneck_bps / 1e6:g} Mbit/s, MSS {sc.mss_bytes}, {sc.flows} flow(s))")
+    print(f"delivered    {result.delivered_bytes} bytes")
+    print(f"retransmits  {result.retransmits} segments in {result.retransmit_packets} packets "
+          f"({result.tlp_probes} loss probes, {result.rtos} RTOs, {result.recoveries} fast recoveries)")
+    if result.drops:
+        print("drops        " + ", ".join(f"{name}: {n}" for name, n in result.drops.items()))
+    else:
+        print("drops        none")
+    print(f"events       {result.events}")
+    print("segment sizes (first packets at each capture point):")
+    for p in result.points:
+        print(f"  {p:<10} {_sizes(result.segment_sizes(p))}")
+    for w in result.warnings:
+        print(f"warning: {w}")
+    return 0

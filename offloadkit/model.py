@@ -1,0 +1,375 @@
+"""Scenario and its parts: what the TCP simulator (``offloadkit.simulate``) runs.
+
+Frozen dataclasses, validated on construction: a bad value raises a
+``ValueError`` whose message says what to change. Units are in the field
+names (``_ns``, ``_bps``, ``_bytes``); ``parse_rate``/``parse_time``/
+``parse_size`` turn "100Mbit", "20ms", "100MB" into those units.
+
+    Scenario(tcp=Tcp(mss_clamp=1452), nic=Nic(model="rtl8139-legacy"),
+             path=(Hop("ppp", rate_bps=9_600_000, delay_ns=14_500_000, mtu=1492),),
+             bytes_per_flow=2_000_000)
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+
+from .codes import DROP_GSO_EINVAL, DROP_GSO_EPROTONOSUPPORT, ENC_MPLS, ENC_PPPOE, ENC_VLAN, ENC_VXLAN
+from .engine.checksum import RX_CSUM_MODES
+from .engine.path import encap_overhead_bytes
+from .engine.segment import NIC_MODELS, TCP_MIN_SND_MSS, tcp_options_bytes
+
+ETH_HLEN = 14
+IP_HLEN = 20
+TCP_HLEN = 20
+CC_NAMES = ("newreno", "cubic")
+RX_CSUM_NAMES = tuple(m for m in RX_CSUM_MODES if m != "trace")
+ENCAP_NAMES = {"vlan": ENC_VLAN, "mpls": ENC_MPLS, "pppoe": ENC_PPPOE, "vxlan": ENC_VXLAN}
+
+# -- parsing "100Mbit", "20ms", "100MB" -------------------------------------
+_RATE = {"": 1, "bit": 1, "bps": 1, "k": 1e3, "kbit": 1e3, "kbps": 1e3, "m": 1e6, "mbit": 1e6, "mbps": 1e6,
+         "g": 1e9, "gbit": 1e9, "gbps": 1e9, "t": 1e12, "tbit": 1e12}
+_TIME = {"": 1e9, "s": 1e9, "ms": 1e6, "us": 1e3, "µs": 1e3, "ns": 1}
+_SIZE = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 1024, "m": 1e6, "mb": 1e6, "mib": 1 << 20,
+         "g": 1e9, "gb": 1e9, "gib": 1 << 30}
+
+
+def _parse(text, table: dict, what: str, example: str) -> int:
+    if isinstance(text, (int, float)):
+        return int(text)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-zµ]*)\s*", str(text).lower())
+    if not m or m.group(2) not in table:
+        raise ValueError(f"cannot read {what} {text!r}: write a number and a unit, e.g. {example}")
+    return int(round(float(m.group(1)) * table[m.group(2)]))
+
+
+def parse_rate(text) -> int:
+    """'100Mbit' -> 100_000_000 bit/s (units: bit, kbit, Mbit, Gbit; bps alike)."""
+    return _parse(text, _RATE, "rate", "100Mbit or 9.6Mbit")
+
+
+def parse_time(text) -> int:
+    """'20ms' -> 20_000_000 ns (units: s, ms, us, ns; a bare number is seconds)."""
+    return _parse(text, _TIME, "time", "20ms or 10s")
+
+
+def parse_size(text) -> int:
+    """'100MB' -> 100_000_000 bytes (units: B, KB, MB, GB decimal; KiB, MiB, GiB binary)."""
+    return _parse(text, _SIZE, "size", "100MB or 64KiB")
+
+
+def _check_int(name: str, value, lo: int, hi: int | None = None, hint: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer, not {value!r}{hint}")
+    if value < lo or (hi is not None and value > hi):
+        rng = f"at least {lo}" if hi is None else f"between {lo} and {hi}"
+        raise ValueError(f"{name} {value} must be {rng}{hint}")
+
+
+# -- the parts --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Tcp:
+    """The TCP sender and receiver (Linux defaults).
+
+    ``mss``: payload bytes per segment (``mss_now``/gso_size). None: from the
+    sender NIC's MTU, the peer's ``mss_clamp`` and the options, as Linux does
+    (MTU 1500 + timestamps -> 1448; clamp 1452 + timestamps -> 1440).
+    ``psh_on_gso``: Linux >= 5.4 sets PSH on every GSO packet; 4.x does not.
+    ``tso_retransmits``: Linux >= 4.7 retransmits up to cwnd - in_flight lost
+    segments of one skb as a single TSO packet; older kernels split every
+    retransmission to one MSS (report 000's 4.4 guest).
+    ``rack_reo_timer``: Linux >= 4.11 arms RACK's reordering timer, so a loss
+    revealed by a SACK is repaired after RTT + min_rtt/4 without waiting for
+    another ACK, a probe or the RTO; 4.4-4.10 only look at ACK arrival.
+    """
+
+    mss: int | None = None
+    mss_clamp: int | None = None
+    timestamps: bool = True
+    sack: bool = True
+    cc: str = "cubic"
+    initial_cwnd: int = 10
+    min_rto_ns: int = 200_000_000
+    max_rto_ns: int = 120_000_000_000
+    tlp: bool = True
+    delayed_ack: bool = True
+    delack_ns: int = 40_000_000
+    quickacks: int = 16
+    rwnd_bytes: int = 4 << 20
+    psh_on_gso: bool = True
+    tso_retransmits: bool = True
+    rack_reo_timer: bool = True
+
+    def __post_init__(self):
+        if self.cc not in CC_NAMES:
+            raise ValueError(f"congestion control {self.cc!r} is not modelled; choose one of {', '.join(CC_NAMES)}")
+        if self.mss is not None:
+            _check_int("MSS", self.mss, 8, 65495, " (payload bytes per segment)")
+        if self.mss_clamp is not None:
+            _check_int("MSS clamp", self.mss_clamp, TCP_MIN_SND_MSS, 65495,
+                       " (the MSS option value, without TCP options)")
+        _check_int("initial cwnd", self.initial_cwnd, 1, 1000, " segments (Linux uses 10)")
+        _check_int("min RTO", self.min_rto_ns, 1_000_000, 60_000_000_000, " ns (Linux uses 200 ms)")
+        _check_int("max RTO", self.max_rto_ns, self.min_rto_ns, None, " ns (at least the min RTO)")
+        _check_int("delayed-ACK timeout", self.delack_ns, 1_000, 1_000_000_000, " ns (Linux: 40 ms minimum)")
+        _check_int("quick ACKs", self.quickacks, 0, 1_000_000)
+        _check_int("receive window", self.rwnd_bytes, 1024, 1 << 30, " bytes")
+
+    @property
+    def options_bytes(self) -> int:
+        return tcp_options_bytes(self.timestamps)
+
+    @property
+    def tcp_hlen(self) -> int:
+        return TCP_HLEN + self.options_bytes
+
+
+@dataclass(frozen=True)
+class Nic:
+    """The sender's NIC: offloads and how the device segments (``engine.segment.NIC_MODELS``).
+
+    With ``tso`` the device segments super-packets (its ``model`` rules);
+    with only ``gso`` the kernel segments in software first (correct
+    segments whatever the model, except ``drop-gso`` which cannot);
+    with neither TCP builds one-MSS packets.
+    """
+
+    model: str = "hw-tso"
+    tso: bool = True
+    gso: bool = True
+    tx_csum: bool = True
+    mtu: int = 1500
+    rate_bps: int = 10_000_000_000
+    gso_max_size: int = 65536
+    gso_max_segs: int = 65535
+    drop_reason: str = "EPROTONOSUPPORT"
+    legacy_mtu_bytes: int = 1500
+
+    def __post_init__(self):
+        if self.model not in NIC_MODELS:
+            raise ValueError(f"unknown NIC model {self.model!r}; choose one of {', '.join(NIC_MODELS)}")
+        if self.tso and not self.tx_csum:
+            raise ValueError("TSO needs TX checksum offload (the kernel turns TSO off without it): "
+                             "set tso=False or tx_csum=True")
+        _check_int("NIC MTU", self.mtu, 68, 65535)
+        _check_int("NIC rate", self.rate_bps, 1000, 10**13, " bit/s")
+        _check_int("gso_max_size", self.gso_max_size, 1024, 512 * 1024, " bytes (Linux default 65536)")
+        _check_int("gso_max_segs", self.gso_max_segs, 1, 65535)
+        if self.drop_reason not in ("EPROTONOSUPPORT", "EINVAL"):
+            raise ValueError(f"drop_reason {self.drop_reason!r}: use 'EPROTONOSUPPORT' (no mpls_gso module) "
+                             f"or 'EINVAL' (mpls_gso loaded, inner protocol unset)")
+
+    @property
+    def drop_code(self) -> int:
+        return DROP_GSO_EPROTONOSUPPORT if self.drop_reason == "EPROTONOSUPPORT" else DROP_GSO_EINVAL
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One link of the path: a FIFO queue, a serializer, a propagation delay, an MTU.
+
+    ``mtu``: the MTU of the hop's carrier link, as in ``engine.path.Hop``:
+    the hop's encapsulations ("vlan", "mpls", "pppoe", "vxlan") ride inside
+    it, so PPPoE over a 1500-byte link forwards IP packets up to 1492 (the
+    same as ``mtu=1492`` without encapsulation). A bigger (DF) packet is
+    dropped, with an ICMP "fragmentation needed" back to the sender when
+    ``icmp`` (PMTU discovery then lowers the sender's MSS) or silently.
+    Serialization counts Ethernet (14) + encapsulation + IP bytes.
+    ``loss``: random loss probability per packet.
+    """
+
+    name: str = "link"
+    rate_bps: int = 100_000_000
+    delay_ns: int = 10_000_000
+    mtu: int = 1500
+    encap: tuple[str, ...] = ()
+    queue_packets: int | None = 1000
+    queue_bytes: int | None = None
+    loss: float = 0.0
+    icmp: bool = False
+    mpls_labels: int = 1
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", self.name):
+            raise ValueError(f"hop name {self.name!r}: use letters, digits, '-', '_' or '.'")
+        _check_int(f"hop {self.name}: rate", self.rate_bps, 1000, 10**13, " bit/s")
+        _check_int(f"hop {self.name}: delay", self.delay_ns, 0, 10**11, " ns")
+        _check_int(f"hop {self.name}: MTU", self.mtu, 68, 65535, " (68 is the IPv4 minimum)")
+        encap = (self.encap,) if isinstance(self.encap, str) else tuple(self.encap)
+        for e in encap:
+            if e not in ENCAP_NAMES:
+                raise ValueError(f"hop {self.name}: unknown encapsulation {e!r}; use {', '.join(ENCAP_NAMES)}")
+        object.__setattr__(self, "encap", encap)
+        if self.queue_packets is None and self.queue_bytes is None:
+            raise ValueError(f"hop {self.name}: give a queue size, queue_packets or queue_bytes")
+        if self.queue_packets is not None:
+            _check_int(f"hop {self.name}: queue", self.queue_packets, 1, 10_000_000, " packets")
+        if self.queue_bytes is not None:
+            _check_int(f"hop {self.name}: queue", self.queue_bytes, 1600, 10**10,
+                       " bytes (at least one full-size frame)")
+        if not 0.0 <= float(self.loss) < 1.0:
+            raise ValueError(f"hop {self.name}: loss {self.loss} must be a probability in [0, 1), e.g. 0.001")
+        _check_int(f"hop {self.name}: MPLS labels", self.mpls_labels, 1, 16)
+        if self.ip_mtu_bytes < 68:
+            raise ValueError(f"hop {self.name}: MTU {self.mtu} minus {self.encap_overhead_bytes} bytes of "
+                             f"encapsulation leaves {self.ip_mtu_bytes} for IP; IPv4 needs at least 68")
+
+    @property
+    def encap_bits(self) -> int:
+        bits = 0
+        for e in self.encap:
+            bits |= ENCAP_NAMES[e]
+        return bits
+
+    @property
+    def encap_overhead_bytes(self) -> int:
+        return int(encap_overhead_bytes(self.encap_bits, self.mpls_labels))
+
+    @property
+    def ip_mtu_bytes(self) -> int:
+        """The largest IP packet this hop forwards (e.g. 1492 for PPPoE over 1500)."""
+        return self.mtu - self.encap_overhead_bytes
+
+    @property
+    def frame_overhead_bytes(self) -> int:
+        """Bytes a frame carries besides the IP packet: Ethernet plus encapsulations."""
+        return ETH_HLEN + self.encap_overhead_bytes
+
+
+@dataclass(frozen=True)
+class Receiver:
+    """The receiver's NIC and NAPI: GRO (or LRO), RX checksum state, poll batching.
+
+    ``napi_delay_ns``: interrupt coalescing, the time from the first packet
+    of a batch to the NAPI poll that takes up to ``napi_budget`` packets.
+    """
+
+    gro: bool = True
+    lro: bool = False
+    rx_csum: str = "unnecessary"
+    napi_budget: int = 64
+    napi_delay_ns: int = 20_000
+    gro_max_size: int = 65536
+
+    def __post_init__(self):
+        if self.rx_csum not in RX_CSUM_NAMES:
+            raise ValueError(f"RX checksum state {self.rx_csum!r}: use one of {', '.join(RX_CSUM_NAMES)}")
+        _check_int("NAPI budget", self.napi_budget, 1, 4096, " packets per poll (Linux uses 64)")
+        _check_int("NAPI delay", self.napi_delay_ns, 0, 100_000_000, " ns")
+        _check_int("gro_max_size", self.gro_max_size, 1500, 512 * 1024, " bytes (Linux default 65536)")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Flows from a sender through its NIC and a path of hops to a receiver.
+
+    Give ``bytes_per_flow`` (a finite transfer, run to completion) and/or
+    ``duration_ns`` (simulated time). Capture-point names can follow a
+    report (``sender_point="guest"``, ``wire_point="macvtap"``, ...).
+    ``trace_limit``: packets recorded per capture point (the first ones);
+    statistics always cover the whole run.
+    """
+
+    tcp: Tcp = field(default_factory=Tcp)
+    nic: Nic = field(default_factory=Nic)
+    path: tuple[Hop, ...] = field(default_factory=lambda: (Hop(),))
+    receiver: Receiver = field(default_factory=Receiver)
+    flows: int = 1
+    bytes_per_flow: int | None = None
+    duration_ns: int | None = None
+    seed: int = 1
+    sender_point: str = "sender"
+    wire_point: str = "wire"
+    receiver_point: str = "receiver"
+    trace_limit: int = 20_000
+    sample_ns: int | None = None
+
+    def __post_init__(self):
+        path = (self.path,) if isinstance(self.path, Hop) else tuple(self.path)
+        object.__setattr__(self, "path", path)
+        if not path:
+            raise ValueError("the path needs at least one hop (the bottleneck link)")
+        for part, cls in ((self.tcp, Tcp), (self.nic, Nic), (self.receiver, Receiver)):
+            if not isinstance(part, cls):
+                raise ValueError(f"{cls.__name__.lower()} must be a {cls.__name__}, not {type(part).__name__}")
+        for h in path:
+            if not isinstance(h, Hop):
+                raise ValueError(f"path entries must be Hop objects, not {type(h).__name__}")
+        _check_int("flows", self.flows, 1, 64)
+        if self.bytes_per_flow is None and self.duration_ns is None:
+            raise ValueError("say how much to send: bytes_per_flow (e.g. 10_000_000) or duration_ns")
+        if self.bytes_per_flow is not None:
+            _check_int("bytes per flow", self.bytes_per_flow, 1, 10**13)
+        if self.duration_ns is not None:
+            _check_int("duration", self.duration_ns, 1000, 3600 * 10**9, " ns (at most one hour)")
+        _check_int("seed", self.seed, 0, 2**63 - 1)
+        _check_int("trace limit", self.trace_limit, 0, 50_000_000, " packets per capture point")
+        if self.sample_ns is not None:
+            _check_int("sample interval", self.sample_ns, 1000, None, " ns")
+        names = self.point_names
+        if len(set(names)) != len(names):
+            raise ValueError(f"capture point names must differ: {names}")
+        # MSS: given, or from the NIC MTU and the clamp; it must fit in the NIC MTU.
+        opts = self.tcp.options_bytes
+        room = self.nic.mtu - IP_HLEN - TCP_HLEN - opts
+        if self.tcp.mss is not None and self.tcp.mss > room:
+            raise ValueError(f"MSS {self.tcp.mss} does not fit in MTU {self.nic.mtu}: IPv4 ({IP_HLEN}) + "
+                             f"TCP ({TCP_HLEN}) + options ({opts}) leave {room}")
+        units = self.flows * (self.tcp.rwnd_bytes // max(self.mss_bytes, 1))
+        if units > 4_000_000:
+            raise ValueError(f"{self.flows} flow(s) x a {self.tcp.rwnd_bytes}-byte receive window of "
+                             f"{self.mss_bytes}-byte segments is {units} segments in flight: too many to "
+                             f"simulate; lower rwnd_bytes or flows, or raise the MSS")
+        if self.mss_bytes < 8:
+            raise ValueError(f"MTU {self.nic.mtu} leaves {self.mss_bytes} payload bytes per segment; "
+                             f"use an MTU of at least {IP_HLEN + TCP_HLEN + opts + 48}")
+
+    @property
+    def mss_bytes(self) -> int:
+        """Payload bytes per segment the sender uses at the start (``mss_now``)."""
+        if self.tcp.mss is not None:
+            return self.tcp.mss
+        mss = self.nic.mtu - IP_HLEN - TCP_HLEN
+        if self.tcp.mss_clamp is not None:
+            mss = min(mss, self.tcp.mss_clamp)
+        return max(mss, TCP_MIN_SND_MSS) - self.tcp.options_bytes
+
+    @property
+    def point_names(self) -> tuple[str, ...]:
+        """Capture points in path order: sender, wire, one per hop, receiver."""
+        return (self.sender_point, self.wire_point, *(h.name for h in self.path), self.receiver_point)
+
+    @property
+    def base_rtt_ns(self) -> int:
+        """Round-trip propagation delay (no queueing, no serialization)."""
+        return 2 * sum(h.delay_ns for h in self.path)
+
+    @property
+    def bottleneck_bps(self) -> int:
+        return min([self.nic.rate_bps] + [h.rate_bps for h in self.path])
+
+    def replace(self, **changes) -> "Scenario":
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def simple(cls, rate_bps: int = 100_000_000, rtt_ns: int = 20_000_000, loss: float = 0.0,
+               mss: int | None = None, mtu: int = 1500, path_mtu: int | None = None, tso: bool = True,
+               gso: bool | None = None, gro: bool = True, nic: str = "hw-tso", cc: str = "cubic",
+               duration_ns: int | None = None, bytes_per_flow: int | None = None, flows: int = 1,
+               seed: int = 1, queue_packets: int | None = None, icmp: bool = False, **scenario) -> "Scenario":
+        """One bottleneck hop of ``rate_bps`` and ``rtt_ns``; the NIC runs at max(rate, 1 Gbit/s).
+
+        The default queue holds one bandwidth-delay product (at least 100 packets).
+        """
+        if queue_packets is None:
+            bdp_pkts = rate_bps * rtt_ns // 8 // 10**9 // max(mtu, 576)
+            queue_packets = int(max(100, bdp_pkts))
+        hop = Hop("path", rate_bps=rate_bps, delay_ns=rtt_ns // 2, mtu=path_mtu or mtu, loss=loss,
+                  queue_packets=queue_packets, icmp=icmp)
+        return cls(tcp=Tcp(mss=mss, cc=cc), nic=Nic(model=nic, tso=tso, gso=tso if gso is None else gso,
+                                                     mtu=mtu, rate_bps=max(rate_bps, 1_000_000_000)),
+                   path=(hop,), receiver=Receiver(gro=gro), flows=flows, bytes_per_flow=bytes_per_flow,
+                   duration_ns=duration_ns, seed=seed, **scenario)
