@@ -20,16 +20,8 @@ from offloadkit.lab.topology import _size
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _lab_ok() -> bool:
-    try:
-        safety.check_available()
-        return True
-    except safety.LabUnavailable:
-        return False
-
-
 kernel = pytest.mark.kernel
-needs_lab = pytest.mark.skipif(not _lab_ok(), reason="needs root, ip netns, iperf3 and tcpdump")
+needs_lab = pytest.mark.skipif(not safety.available(), reason="needs root, ip netns, iperf3 and tcpdump")
 
 
 def _offloadkit(*args, env=None, timeout=120, **kw):

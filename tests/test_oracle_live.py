@@ -17,16 +17,8 @@ from offloadkit.lab.packets import read_headers
 from offloadkit.lab.runner import run_lab
 
 
-def _lab_ok() -> bool:
-    try:
-        safety.check_available()
-        return True
-    except safety.LabUnavailable:
-        return False
-
-
 pytestmark = [pytest.mark.kernel,
-              pytest.mark.skipif(not _lab_ok(), reason="needs root, ip netns, iperf3 and tcpdump")]
+              pytest.mark.skipif(not safety.available(), reason="needs root, ip netns, iperf3 and tcpdump")]
 
 
 @pytest.fixture(scope="module")

@@ -39,22 +39,21 @@ What the capture tells GRO:
   GRO handler.
 
 Link types: Ethernet (VLAN/QinQ tags, IPIP, VXLAN on UDP 4789), Linux cooked
-v1/v2 and raw IP; pcapng input is read through dpkt (first interface's link
-type); OUT is always classic pcap.
+v1/v2 and raw IP; pcapng input is read by ``offloadkit.io`` (first interface's
+link type); OUT is always classic pcap.
 """
 from __future__ import annotations
 
 import hashlib
 import struct
 import sys
-from pathlib import Path
 
 import numpy as np
 
 from .. import codes
 from ..engine.gro import GroHints, GroParams, gro
+from ..io.pcap import Pcap, _parse_options, fold, ones_sum, read_raw, write_raw
 from ..trace import FIELDS, Trace
-from .segment import PCAPNG_MAGIC, Pcap, read_pcap, write_pcap
 
 LINK_ETHERNET, LINK_RAW_ALT, LINK_RAW, LINK_SLL, LINK_IPV4, LINK_IPV6, LINK_SLL2 = 1, 12, 101, 113, 228, 229, 276
 VXLAN_PORT = 4789
@@ -105,82 +104,10 @@ def parse_duration_ns(text: str) -> int | None:
     return int(round(v * mult))
 
 
-# -- reading ---------------------------------------------------------------------
-
-def read_records(path) -> Pcap:
-    """Classic pcap via commands.segment; pcapng through dpkt (first interface's link type)."""
-    p = Path(path)
-    if p.exists() and p.is_file() and p.read_bytes()[:4] == PCAPNG_MAGIC:
-        return _read_pcapng(p)
-    try:
-        return read_pcap(path)
-    except ValueError as e:
-        if "link type" not in str(e):
-            raise
-        return _read_pcap_any_link(p)
-
-
-def _read_pcap_any_link(p: Path) -> Pcap:
-    """Like segment.read_pcap but keeping any link type (its packets then pass through)."""
-    import dpkt
-    with open(p, "rb") as f:
-        r = dpkt.pcap.Reader(f)
-        nano = r._divisor != 1e6 if hasattr(r, "_divisor") else False
-        recs = []
-        for ts, buf in _safe(r):
-            recs.append(_rec(ts, buf, len(buf), nano))
-        return Pcap("<", nano, (2, 4), r.snaplen, r.datalink(), recs, False)
-
-
-def _read_pcapng(p: Path) -> Pcap:
-    import dpkt
-    with open(p, "rb") as f:
-        try:
-            r = dpkt.pcapng.Reader(f)
-        except (ValueError, dpkt.UnpackError, dpkt.NeedData) as e:
-            raise ValueError(f"{p}: not a readable pcapng file ({e})") from None
-        recs = [_rec(ts, buf, len(buf), True) for ts, buf in _safe(r)]
-        return Pcap("<", True, (2, 4), 262144, r.datalink(), recs, False)
-
-
-def _safe(reader):
-    import dpkt
-    it = iter(reader)
-    while True:
-        try:
-            yield next(it)
-        except StopIteration:
-            return
-        except (dpkt.NeedData, dpkt.UnpackError, struct.error, ValueError):
-            return
-
-
-def _rec(ts, buf, orig, nano):
-    ns = int(round(float(ts) * 1e9))
-    sec, rem = divmod(ns, 1_000_000_000)
-    return (sec, rem if nano else rem // 1000, orig, bytes(buf))
-
-
-def _ns(rec, nano: bool) -> int:
-    return rec[0] * 1_000_000_000 + (rec[1] if nano else rec[1] * 1000)
-
-
 # -- parsing one frame ---------------------------------------------------------------
 
 def _h(b: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(b, digest_size=8).digest(), "big")
-
-
-def _fold(s: int) -> int:
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return s
-
-
-def _sum(b: bytes) -> int:
-    if len(b) & 1:
-        b = b + b"\0"
-    return int(np.frombuffer(b, dtype=">u2").sum(dtype=np.int64)) if b else 0
 
 
 def _l3(linktype: int, buf: bytes):
@@ -254,7 +181,7 @@ def _parse(linktype, buf, orig_len, row, hint, fr):
         if proto == 4 and ihl == 20 and buf[off + 6] & 0x3F == 0 and buf[off + 7] == 0 and len(buf) >= off + 40:
             hint["outer_net"] = buf[off + 8] | buf[off + 1] << 8 | ((buf[off + 6] >> 6) & 1) << 16
             hint["outer_id"] = struct.unpack_from("!H", buf, off + 4)[0]
-            hint["ip_csum_ok"] = _fold(_sum(buf[off:off + 20])) == 0xFFFF
+            hint["ip_csum_ok"] = fold(ones_sum(buf[off:off + 20])) == 0xFFFF
             flow_extra += buf[off + 12:off + 20]
             if tot and orig_len - off != tot:
                 hint["soft_flush"] = True
@@ -269,7 +196,7 @@ def _parse(linktype, buf, orig_len, row, hint, fr):
                     row["vni"] = struct.unpack_from("!I", buf, u + 12)[0] >> 8
                     row["outer_udp_csum"] = struct.unpack_from("!H", buf, u + 6)[0]
                     row["encap"] = row.get("encap", 0) | codes.ENC_VXLAN
-                    hint["ip_csum_ok"] = _fold(_sum(buf[off:off + 20])) == 0xFFFF
+                    hint["ip_csum_ok"] = fold(ones_sum(buf[off:off + 20])) == 0xFFFF
                     flow_extra += buf[off + 12:off + 20] + buf[u:u + 2]
                     fr.outer, fr.udp = off, u
                     off, et = inner[0], inner[1]
@@ -289,14 +216,14 @@ def _parse(linktype, buf, orig_len, row, hint, fr):
                    frag=frag & 0xBFFF, ttl=buf[off + 8], ip_csum=struct.unpack_from("!H", buf, off + 10)[0],
                    src_ip=struct.unpack_from("!I", buf, off + 12)[0], dst_ip=struct.unpack_from("!I", buf, off + 16)[0])
         if fr.outer < 0:
-            hint["ip_csum_ok"] = _fold(_sum(buf[off:off + ihl])) == 0xFFFF
-        elif _fold(_sum(buf[off:off + ihl])) != 0xFFFF:
+            hint["ip_csum_ok"] = fold(ones_sum(buf[off:off + ihl])) == 0xFFFF
+        elif fold(ones_sum(buf[off:off + ihl])) != 0xFFFF:
             hint["ip_csum_ok"] = False
         if buf[off + 9] != 6:
             return
         src, dst = buf[off + 12:off + 16], buf[off + 16:off + 20]
         fr.ip, fr.ver, fr.ihl = off, 4, ihl
-        l4, seg_len, l4_hdr_extra = off + ihl, tot - ihl, 0
+        l4, seg_len = off + ihl, tot - ihl
     elif et == 0x86DD and len(buf) >= off + 40 and buf[off] >> 4 == 6:
         w0 = struct.unpack_from("!I", buf, off)[0]
         plen = struct.unpack_from("!H", buf, off + 4)[0]
@@ -320,7 +247,7 @@ def _parse(linktype, buf, orig_len, row, hint, fr):
             return
         src, dst = buf[off + 8:off + 24], buf[off + 24:off + 40]
         fr.ip, fr.ver, fr.ihl = off, 6, p - off
-        l4, seg_len, l4_hdr_extra = p, 40 + plen - (p - off), 0
+        l4, seg_len = p, 40 + plen - (p - off)
     else:
         return
     if len(buf) < l4 + 20:
@@ -333,49 +260,20 @@ def _parse(linktype, buf, orig_len, row, hint, fr):
     opts = bytes(buf[l4 + 20:l4 + thl])
     row.update(sport=sport, dport=dport, seq=seq, ack=ack, flags=fl | (offb & 1) << 8, window=win, urg_ptr=urp,
                tcp_hlen=thl, payload_len=plen, tcp_csum=csum)
-    _options(opts, row)
+    row.update(_parse_options(opts))
     hint["opt_key"] = _h(opts)
     hint["flow_key"] = _h(flow_extra) if flow_extra else 0
     hint["no_handler"] = False
     fr.tcp, fr.thl, fr.pay = l4, thl, l4 + thl
     if len(buf) >= l4 + seg_len and not hint["soft_flush"]:
         proto_len = seg_len
-        s = _sum(src) + _sum(dst) + 6 + (proto_len >> 16) + (proto_len & 0xFFFF)
-        total = _fold(s + _sum(buf[l4:l4 + seg_len]))
-        partial = _fold(s)
+        s = ones_sum(src) + ones_sum(dst) + 6 + (proto_len >> 16) + (proto_len & 0xFFFF)
+        total = fold(s + ones_sum(buf[l4:l4 + seg_len]))
+        partial = fold(s)
         if total != 0xFFFF and csum != partial:
             row["csum_bad"] = True
     elif len(buf) < l4 + seg_len:
         row["truncated"] = True
-
-
-def _options(opts: bytes, row: dict) -> None:
-    k = 0
-    while k < len(opts):
-        kind = opts[k]
-        if kind == 0:
-            break
-        if kind == 1:
-            k += 1
-            continue
-        if k + 1 >= len(opts) or opts[k + 1] < 2 or k + opts[k + 1] > len(opts):
-            break
-        ln = opts[k + 1]
-        body = opts[k + 2:k + ln]
-        if kind == 2 and ln == 4:
-            row["opt_mss"] = struct.unpack("!H", body)[0]
-        elif kind == 3 and ln == 3:
-            row["opt_wscale"] = min(body[0], 127)
-        elif kind == 4 and ln == 2:
-            row["opt_sackok"] = True
-        elif kind == 8 and ln == 10:
-            row["opt_ts"] = True
-            row["tsval"], row["tsecr"] = struct.unpack("!II", body)
-        elif kind == 5 and ln >= 10 and (ln - 2) % 8 == 0:
-            n = min((ln - 2) // 8, 4)
-            row["sack_n"] = n
-            row["sack"] = list(struct.unpack(f"!{2 * n}I", body[:8 * n])) + [0] * (8 - 2 * n)
-        k += ln
 
 
 def records_to_trace(pcap: Pcap):
@@ -388,7 +286,7 @@ def records_to_trace(pcap: Pcap):
     frames = []
     for i, rec in enumerate(pcap.records):
         row, hint, fr = parse(pcap.linktype, rec[3], rec[2])
-        row["time_ns"] = _ns(rec, pcap.nano)
+        row["time_ns"] = pcap.time_ns(rec)
         row["frame"] = i
         for k in FIELDS:
             if k in ("src_ip6", "dst_ip6", "sack"):
@@ -434,7 +332,7 @@ def merged_record(pcap: Pcap, frames: list, rows: list[int], out_row: dict, time
         tot = struct.unpack_from("!H", buf, ip + 2)[0] + delta
         struct.pack_into("!H", buf, ip + 2, tot if tot <= 0xFFFF else 0)
         struct.pack_into("!H", buf, ip + 10, 0)
-        struct.pack_into("!H", buf, ip + 10, (~_fold(_sum(bytes(buf[ip:ip + fr.ihl])))) & 0xFFFF)
+        struct.pack_into("!H", buf, ip + 10, (~fold(ones_sum(bytes(buf[ip:ip + fr.ihl])))) & 0xFFFF)
         src, dst = bytes(buf[ip + 12:ip + 16]), bytes(buf[ip + 16:ip + 20])
     else:
         pl = struct.unpack_from("!H", buf, ip + 4)[0] + delta
@@ -445,22 +343,21 @@ def merged_record(pcap: Pcap, frames: list, rows: list[int], out_row: dict, time
         tot = struct.unpack_from("!H", buf, o + 2)[0] + delta
         struct.pack_into("!H", buf, o + 2, tot if tot <= 0xFFFF else 0)
         struct.pack_into("!H", buf, o + 10, 0)
-        struct.pack_into("!H", buf, o + 10, (~_fold(_sum(bytes(buf[o:o + 20])))) & 0xFFFF)
+        struct.pack_into("!H", buf, o + 10, (~fold(ones_sum(bytes(buf[o:o + 20])))) & 0xFFFF)
         if fr.udp >= 0:
             ulen = struct.unpack_from("!H", buf, fr.udp + 4)[0] + delta
             struct.pack_into("!H", buf, fr.udp + 4, ulen & 0xFFFF)
             if struct.unpack_from("!H", buf, fr.udp + 6)[0]:
-                us = _sum(bytes(buf[o + 12:o + 20])) + 17 + ulen
-                struct.pack_into("!H", buf, fr.udp + 6, _fold(us))
+                us = ones_sum(bytes(buf[o + 12:o + 20])) + 17 + ulen
+                struct.pack_into("!H", buf, fr.udp + 6, fold(us))
     t = fr.tcp
     buf[t + 13] |= int(out_row["flor"]) & (codes.FIN | codes.PSH)
     tcp_len = fr.thl + plen_total
-    ps = _sum(src) + _sum(dst) + 6 + (tcp_len >> 16) + (tcp_len & 0xFFFF)
-    struct.pack_into("!H", buf, t + 16, _fold(ps))
+    ps = ones_sum(src) + ones_sum(dst) + 6 + (tcp_len >> 16) + (tcp_len & 0xFFFF)
+    struct.pack_into("!H", buf, t + 16, fold(ps))
     data = bytes(buf) + bytes(payload)
     orig = fr.pay + plen_total
-    sec, rem = divmod(time_ns, 1_000_000_000)
-    return (sec, rem if pcap.nano else rem // 1000, orig, data)
+    return pcap.stamped(time_ns, orig, data)
 
 
 def run(args) -> int:
@@ -468,7 +365,7 @@ def run(args) -> int:
         raise ValueError(f"--napi-budget {args.napi_budget}: a poll handles at least 1 packet (default 64)")
     params = GroParams(napi_budget=args.napi_budget, poll_gap_ns=parse_duration_ns(args.poll_gap),
                        rx_csum=args.rx_csum, cwr_rule=args.cwr_rule, max_size=args.max_size, hz=args.hz)
-    pcap = read_records(args.input)
+    pcap = read_raw(args.input, pcapng=True)
     trace, hints, frames = records_to_trace(pcap)
     res = gro(trace, params, hints)
     out = res.out
@@ -482,13 +379,12 @@ def run(args) -> int:
         rows = groups[k]
         t_ns = int(out.time_ns[k])
         if len(rows) == 1:
-            sec, rem = divmod(t_ns, 1_000_000_000)
             r = pcap.records[rows[0]]
-            recs.append((sec, rem if pcap.nano else rem // 1000, r[2], r[3]))
+            recs.append(pcap.stamped(t_ns, r[2], r[3]))
         else:
             info["flor"] = flor[k]
             recs.append(merged_record(pcap, frames, rows, info, t_ns))
-    write_pcap(args.output, pcap, recs)
+    write_raw(args.output, pcap, recs)
     merged = int((res.reasons == codes.GRO_MERGED).sum())
     summary = {"input": str(args.input), "output": str(args.output), "packets_in": len(trace),
                "packets_out": len(out), "merged": merged, "reasons": res.reason_counts(),
@@ -500,7 +396,7 @@ def run(args) -> int:
         rs = ", ".join(f"{k} {v}" for k, v in sorted(summary["reasons"].items(), key=lambda kv: -kv[1]))
         print(f"{args.input}: {len(trace)} packets -> {len(out)} after GRO ({merged} merged; {rs}); "
               f"wrote {args.output}")
-    if getattr(pcap, "truncated", False):
+    if pcap.truncated:
         print(f"offloadkit gro: warning: {args.input} ends inside a packet record; used the complete records",
               file=sys.stderr)
     return 0

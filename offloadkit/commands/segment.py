@@ -31,18 +31,17 @@ from __future__ import annotations
 import json
 import struct
 import sys
-from pathlib import Path
 
 import numpy as np
 
 from ..codes import CSUM_PARTIAL, DROP_NONE, GSO_TCP_FIXEDID
 from ..engine import csum_math
 from ..engine.segment import NIC_MODELS, check_gso_size, segment
+from ..io.pcap import Pcap, read_raw, write_raw
 from ..trace import Trace
 
 LINK_ETHERNET, LINK_RAW, LINK_SLL, LINK_IPV4, LINK_SLL2, LINK_RAW_ALT = 1, 101, 113, 228, 276, 12
 LINK_NAMES = "Ethernet (1), Linux cooked (113, 276) and raw IP (12, 101, 228)"
-PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
 ETH_P_IP, ETH_P_8021Q, ETH_P_8021AD, ETH_P_QINQ, ETH_P_MPLS, ETH_P_PPPOE = \
     0x0800, 0x8100, 0x88A8, 0x9100, 0x8847, 0x8864
 
@@ -70,7 +69,7 @@ def run(args) -> int:
     pcap = read_pcap(args.input)
     out, stats = segment_records(pcap, mss, nic=args.nic, tx_csum=not args.no_tx_csum,
                                  fixed_id=args.fixed_id)
-    write_pcap(args.output, pcap, out)
+    write_raw(args.output, pcap, out)
     if pcap.truncated:
         print(f"offloadkit segment: warning: {args.input} ends inside a packet record; "
               f"used the {len(pcap.records)} complete records", file=sys.stderr)
@@ -91,67 +90,12 @@ def run(args) -> int:
 
 # -- pcap records ----------------------------------------------------------
 
-class Pcap:
-    """A pcap file's header fields and raw records ``(ts_sec, ts_frac, orig_len, data)``."""
-
-    def __init__(self, endian: str, nano: bool, version: tuple[int, int], snaplen: int, linktype_field: int,
-                 records: list, truncated: bool):
-        self.endian, self.nano, self.version = endian, nano, version
-        self.snaplen, self.linktype_field = snaplen, linktype_field
-        self.records, self.truncated = records, truncated
-
-    @property
-    def linktype(self) -> int:
-        return self.linktype_field & 0x0FFFFFFF
-
-
 def read_pcap(path) -> Pcap:
-    """Read a classic pcap file (µs or ns, either byte order) into raw records."""
-    p = Path(path)
-    if not p.exists():
-        raise ValueError(f"{path}: no such file")
-    if p.is_dir():
-        raise ValueError(f"{path} is a directory, not a pcap file")
-    data = p.read_bytes()
-    if data[:4] == PCAPNG_MAGIC:
-        raise ValueError(f"{path} is pcapng; convert it with 'editcap -F pcap {path} out.pcap' "
-                         f"or capture with 'tcpdump -w' (classic pcap)")
-    magics = {b"\xd4\xc3\xb2\xa1": ("<", False), b"\x4d\x3c\xb2\xa1": ("<", True),
-              b"\xa1\xb2\xc3\xd4": (">", False), b"\xa1\xb2\x3c\x4d": (">", True)}
-    if len(data) < 24 or data[:4] not in magics:
-        raise ValueError(f"{path} is not a pcap file (it does not start with a pcap header)")
-    endian, nano = magics[data[:4]]
-    vmaj, vmin, _, _, snaplen, linktype_field = struct.unpack_from(endian + "HHiIII", data, 4)
-    rec = struct.Struct(endian + "IIII")
-    records = []
-    off, n = 24, len(data)
-    truncated = False
-    while off < n:
-        if off + 16 > n:
-            truncated = True
-            break
-        sec, frac, caplen, orig = rec.unpack_from(data, off)
-        off += 16
-        if off + caplen > n:
-            truncated = True
-            break
-        records.append((sec, frac, max(orig, caplen), data[off:off + caplen]))
-        off += caplen
-    pcap = Pcap(endian, nano, (vmaj, vmin), snaplen, linktype_field, records, truncated)
+    """:func:`offloadkit.io.pcap.read_raw`, refusing link types segment cannot walk."""
+    pcap = read_raw(path)
     if pcap.linktype not in (LINK_ETHERNET, LINK_RAW, LINK_RAW_ALT, LINK_SLL, LINK_IPV4, LINK_SLL2):
         raise ValueError(f"{path} has link type {pcap.linktype}; segment understands {LINK_NAMES}")
     return pcap
-
-
-def write_pcap(path, pcap: Pcap, records: list) -> None:
-    """Write records ``(sec, frac, orig_len, data)`` with the input's header (little-endian)."""
-    magic = 0xA1B23C4D if pcap.nano else 0xA1B2C3D4
-    parts = [struct.pack("<IHHiIII", magic, 2, 4, 0, 0, max(pcap.snaplen, 1), pcap.linktype_field)]
-    rec = struct.Struct("<IIII")
-    for sec, frac, orig, data in records:
-        parts.append(rec.pack(sec, frac, len(data), max(orig, len(data))))
-        parts.append(data)
-    Path(path).write_bytes(b"".join(parts))
 
 
 # -- header parsing ----------------------------------------------------------

@@ -84,6 +84,19 @@ def _segments_in(trace: Trace) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ paths
+def _driver_rx(h: HostProfile, trace: Trace) -> tuple[int, int, list]:
+    """(packets, payload bytes, [the driver_rx stage]) of a path's arriving frames."""
+    n = len(trace)
+    payload = int(trace.payload_len.sum(dtype=np.int64))
+    return n, payload, [charge(h, "driver_rx", packets_in=n, packets_out=n, bytes_in=payload)]
+
+
+def _gro_stage(h: HostProfile, n: int, m: int, payload: int, gro: bool, gpass):
+    """The gro stage: n frames in, m skbs out, GRO's checksum validation bytes."""
+    return charge(h, "gro", packets_in=n, packets_out=m, bytes_in=payload, counts={"gro_packet": n if gro else 0},
+                  csum_bytes=pass_bytes(gpass, [codes.PASS_GRO_VALIDATE]))
+
+
 def router_forward(trace: Trace, host="bcm4708-router", *, gro: bool = True,
                    nf_conntrack_checksum: bool = True, rx_csum: str = "none", tso: bool = False,
                    tx_csum_feature: bool = True, tx_csum_hw: bool = False, napi_budget: int = 64,
@@ -100,15 +113,12 @@ def router_forward(trace: Trace, host="bcm4708-router", *, gro: bool = True,
     _check(trace)
     h = _host(host)
     t0 = time.perf_counter()
-    n = len(trace)
-    payload = int(trace.payload_len.sum(dtype=np.int64))
-    stages = [charge(h, "driver_rx", packets_in=n, packets_out=n, bytes_in=payload)]
+    n, payload, stages = _driver_rx(h, trace)
     e0 = time.perf_counter()
     skbs, gpass = run_gro(trace, enabled=gro, rx_csum=rx_csum, napi_budget=napi_budget)
     engine_s = time.perf_counter() - e0
     m = len(skbs)
-    stages.append(charge(h, "gro", packets_in=n, packets_out=m, bytes_in=payload,
-                         counts={"gro_packet": n if gro else 0}, csum_bytes=pass_bytes(gpass, [codes.PASS_GRO_VALIDATE])))
+    stages.append(_gro_stage(h, n, m, payload, gro, gpass))
     sb = int(skbs.payload_len.sum(dtype=np.int64))
     stages.append(charge(h, "ip", packets_in=m, packets_out=m, bytes_in=sb))
     e0 = time.perf_counter()
@@ -156,18 +166,14 @@ def local_receive(trace: Trace, host="x86-2016-veth", *, gro: bool = True, rx_cs
     _check(trace)
     h = _host(host)
     t0 = time.perf_counter()
-    n = len(trace)
-    payload = int(trace.payload_len.sum(dtype=np.int64))
-    stages = [charge(h, "driver_rx", packets_in=n, packets_out=n, bytes_in=payload)]
+    n, payload, stages = _driver_rx(h, trace)
     e0 = time.perf_counter()
     skbs, gpass = run_gro(trace, enabled=gro, rx_csum=rx_csum, napi_budget=napi_budget)
     rxpass = csum.stack_rx_passes(skbs)
     engine_s = time.perf_counter() - e0
     m = len(skbs)
     sb = int(skbs.payload_len.sum(dtype=np.int64))
-    stages.append(charge(h, "gro", packets_in=n, packets_out=m, bytes_in=payload,
-                         counts={"gro_packet": n if gro else 0},
-                         csum_bytes=pass_bytes(gpass, [codes.PASS_GRO_VALIDATE])))
+    stages.append(_gro_stage(h, n, m, payload, gro, gpass))
     stages.append(charge(h, "ip", packets_in=m, packets_out=m, bytes_in=sb))
     stages.append(charge(h, "tcp", packets_in=m, packets_out=m, bytes_in=sb,
                          csum_bytes=pass_bytes(rxpass, [codes.PASS_STACK_RX])))
@@ -206,9 +212,7 @@ def vm_receive(trace: Trace, host="x86-2016-vm-host", *, gro: bool = True, rx_cs
         raise ValueError("vm_receive expects VXLAN packets: build the trace with arrival_trace(..., vxlan=True)")
     h = _host(host)
     t0 = time.perf_counter()
-    n = len(trace)
-    payload = int(trace.payload_len.sum(dtype=np.int64))
-    stages = [charge(h, "driver_rx", packets_in=n, packets_out=n, bytes_in=payload)]
+    n, payload, stages = _driver_rx(h, trace)
     e0 = time.perf_counter()
     skbs, gpass = run_gro(trace, enabled=gro, rx_csum=rx_csum, tunnel_rule=tunnel_rule,
                           napi_budget=napi_budget)
@@ -217,9 +221,7 @@ def vm_receive(trace: Trace, host="x86-2016-vm-host", *, gro: bool = True, rx_cs
     engine_s = time.perf_counter() - e0
     m = len(skbs)
     sb = int(skbs.payload_len.sum(dtype=np.int64))
-    stages.append(charge(h, "gro", packets_in=n, packets_out=m, bytes_in=payload,
-                         counts={"gro_packet": n if gro else 0},
-                         csum_bytes=pass_bytes(gpass, [codes.PASS_GRO_VALIDATE])))
+    stages.append(_gro_stage(h, n, m, payload, gro, gpass))
     for name in ("vxlan", "ovs", "tun", "vhost"):
         stages.append(charge(h, name, packets_in=m, packets_out=m, bytes_in=sb))
     stages.append(charge(h, "guest", packets_in=m, packets_out=m, bytes_in=sb,
@@ -253,9 +255,7 @@ def splice_proxy(trace: Trace, host="x86-2009-myri10ge", *, sessions: int | None
     if pipe_bytes < 4096 or size_goal < 1:
         raise ValueError("pipe_bytes must be at least one page (4096) and size_goal positive")
     t0 = time.perf_counter()
-    n = len(trace)
-    payload = int(trace.payload_len.sum(dtype=np.int64))
-    stages = [charge(h, "driver_rx", packets_in=n, packets_out=n, bytes_in=payload)]
+    n, payload, stages = _driver_rx(h, trace)
     e0 = time.perf_counter()
     if aggregation == "lro":
         skbs = run_lro(trace, descriptors=lro_descriptors, max_pkts=lro_max_pkts, napi_budget=napi_budget)

@@ -569,16 +569,6 @@ def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, 
 
 # -- Python driver ---------------------------------------------------------
 
-def _hint(hints: GroHints | None, name: str, n: int, default, dtype):
-    v = getattr(hints, name, None) if hints is not None else None
-    if v is None:
-        return np.full(n, default, dtype=dtype)
-    v = np.asarray(v)
-    if len(v) != n:
-        raise ValueError(f"GRO hint {name!r} has {len(v)} entries for {n} packets")
-    return v.astype(dtype)
-
-
 @njit(cache=True)
 def _prep_kernel(ver, src, dst, vni, encap_col, outer_csum, hlen, ip_hlen, frag, tos, ttl, df, ip_len, ip_id,
                  ip_csum, l2, gso_size, gso_segs, plen, csum_state, csum_level, csum_bad,
@@ -734,7 +724,6 @@ _COMPUTED = ("payload_len", "ip_len", "flags", "gso_size", "gso_segs", "gso_type
 def gro(trace: Trace, params: GroParams | None = None, hints: GroHints | None = None) -> GroResult:
     """Aggregate ``trace`` (arrival order, one receive queue) as Linux GRO would."""
     params = params or GroParams()
-    n = len(trace)
     prep = prepare(trace, params, hints)
     reasons, owner, O = run_kernel(prep, params)
     first = O[O_FIRST]                                  # contiguous: a strided index is copied by every gather

@@ -16,7 +16,9 @@ A model super-packet whose IP total length exceeds 65535 is written with IP
 total length 0, as captured TSO packets are.
 
 The full multi-format reader is :mod:`offloadkit.io.capture`; :func:`read_pcap`
-here is the small per-packet dpkt loop it is checked against.
+here is the small per-packet dpkt loop it is checked against. :func:`read_raw` /
+:func:`write_raw` (class :class:`Pcap`) keep a classic pcap's records as raw bytes,
+for the CLI verbs that rewrite captures (``segment``, ``gro``).
 """
 from __future__ import annotations
 
@@ -273,18 +275,111 @@ def write_records(path, records, linktype: int = LINKTYPE_ETHERNET, snaplen: int
     """
     if not 0 < snaplen <= SNAPLEN:
         raise ValueError(f"snaplen {snaplen} is out of range: use 1..{SNAPLEN}")
-    out = bytearray(struct.pack("<IHHiIII", 0xA1B23C4D if nano else 0xA1B2C3D4, 2, 4, 0, 0, snaplen, linktype))
-    n = 0
-    for rec in records:
-        t, data, orig = (rec.time_ns, rec.data, rec.orig_len) if hasattr(rec, "data") else rec
-        data = bytes(data)[:snaplen]
-        sec, frac = divmod(int(t), 1_000_000_000)
-        out += struct.pack("<IIII", sec & 0xFFFFFFFF, frac if nano else frac // 1000, len(data),
-                           max(int(orig), len(data)))
-        out += data
-        n += 1
-    Path(path).write_bytes(bytes(out))
+
+    def stamped():
+        for rec in records:
+            t, data, orig = (rec.time_ns, rec.data, rec.orig_len) if hasattr(rec, "data") else rec
+            sec, frac = divmod(int(t), 1_000_000_000)
+            yield sec & 0xFFFFFFFF, frac if nano else frac // 1000, orig, bytes(data)[:snaplen]
+
+    out, n = _pcap_bytes(nano, snaplen, linktype, stamped())
+    Path(path).write_bytes(out)
     return n
+
+
+# -- raw records: read and rewrite a classic pcap byte for byte ------------
+PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+_RAW_MAGICS = {b"\xd4\xc3\xb2\xa1": ("<", False), b"\x4d\x3c\xb2\xa1": ("<", True),
+               b"\xa1\xb2\xc3\xd4": (">", False), b"\xa1\xb2\x3c\x4d": (">", True)}
+
+
+class Pcap:
+    """A pcap file's header fields and raw records ``(ts_sec, ts_frac, orig_len, data)``."""
+
+    def __init__(self, endian: str, nano: bool, version: tuple[int, int], snaplen: int, linktype_field: int,
+                 records: list, truncated: bool):
+        self.endian, self.nano, self.version = endian, nano, version
+        self.snaplen, self.linktype_field = snaplen, linktype_field
+        self.records, self.truncated = records, truncated
+
+    @property
+    def linktype(self) -> int:
+        return self.linktype_field & 0x0FFFFFFF
+
+    def time_ns(self, rec) -> int:
+        """A record's timestamp in nanoseconds."""
+        return rec[0] * 1_000_000_000 + (rec[1] if self.nano else rec[1] * 1000)
+
+    def stamped(self, time_ns: int, orig_len: int, data: bytes) -> tuple:
+        """A record ``(sec, frac, orig_len, data)`` at ``time_ns`` in this file's resolution."""
+        sec, rem = divmod(time_ns, 1_000_000_000)
+        return sec, rem if self.nano else rem // 1000, orig_len, data
+
+
+def read_raw(path, pcapng: bool = False) -> Pcap:
+    """A classic pcap file (µs or ns, either byte order, any link type) as raw records.
+
+    A file that ends inside a record keeps its complete records (``truncated``).
+    pcapng is refused with a hint to convert it, unless ``pcapng``: then its packets
+    are read by :func:`offloadkit.io.capture.read_records` (ns resolution, the first
+    interface's link type).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"{path}: no such file")
+    if p.is_dir():
+        raise ValueError(f"{path} is a directory, not a pcap file")
+    data = p.read_bytes()
+    if data[:4] == PCAPNG_MAGIC:
+        if pcapng:
+            return _read_raw_pcapng(path, data)
+        raise ValueError(f"{path} is pcapng; convert it with 'editcap -F pcap {path} out.pcap' "
+                         f"or capture with 'tcpdump -w' (classic pcap)")
+    if len(data) < 24 or data[:4] not in _RAW_MAGICS:
+        raise ValueError(f"{path} is not a pcap file (it does not start with a pcap header)")
+    endian, nano = _RAW_MAGICS[data[:4]]
+    vmaj, vmin, _, _, snaplen, linktype_field = struct.unpack_from(endian + "HHiIII", data, 4)
+    rec = struct.Struct(endian + "IIII")
+    records = []
+    off, n = 24, len(data)
+    truncated = False
+    while off < n:
+        if off + 16 > n:
+            truncated = True
+            break
+        sec, frac, caplen, orig = rec.unpack_from(data, off)
+        off += 16
+        if off + caplen > n:
+            truncated = True
+            break
+        records.append((sec, frac, max(orig, caplen), data[off:off + caplen]))
+        off += caplen
+    return Pcap(endian, nano, (vmaj, vmin), snaplen, linktype_field, records, truncated)
+
+
+def _read_raw_pcapng(path, data: bytes) -> Pcap:
+    from .capture import read_records
+    recs, res = read_records(data)
+    if not res.linktypes or (res.error and not recs):
+        raise ValueError(f"{path}: not a readable pcapng file ({res.error or 'no interface description'})")
+    pcap = Pcap("<", True, (2, 4), SNAPLEN, res.linktypes[0], [], bool(res.error))
+    pcap.records = [pcap.stamped(r.time_ns, r.orig_len, r.data) for r in recs]
+    return pcap
+
+
+def write_raw(path, pcap: Pcap, records: list) -> None:
+    """Write records ``(sec, frac, orig_len, data)`` with ``pcap``'s header fields (little-endian)."""
+    Path(path).write_bytes(_pcap_bytes(pcap.nano, max(pcap.snaplen, 1), pcap.linktype_field, records)[0])
+
+
+def _pcap_bytes(nano: bool, snaplen: int, linktype_field: int, records) -> tuple[bytes, int]:
+    """(little-endian pcap file bytes, record count) of records ``(sec, frac, orig_len, data)``."""
+    parts = [struct.pack("<IHHiIII", 0xA1B23C4D if nano else 0xA1B2C3D4, 2, 4, 0, 0, snaplen, linktype_field)]
+    rec = struct.Struct("<IIII")
+    for sec, frac, orig, data in records:
+        parts.append(rec.pack(sec, frac, len(data), max(int(orig), len(data))))
+        parts.append(data)
+    return b"".join(parts), (len(parts) - 1) // 2
 
 
 # -- dpkt reference reader ------------------------------------------------
@@ -340,7 +435,7 @@ def read_pcap(path, with_payload: bool = False):
         except (ValueError, dpkt.NeedData) as e:
             raise ValueError(f"{path}: not a pcap file ({e})") from None
         frame = 0
-        for ts, buf in _safe_iter(reader):
+        for ts, buf in safe_iter(reader):
             frame += 1
             row = _dpkt_row(buf, frame)
             if row is None:
@@ -353,7 +448,8 @@ def read_pcap(path, with_payload: bool = False):
     return (trace, payloads) if with_payload else trace
 
 
-def _safe_iter(reader):
+def safe_iter(reader):
+    """Iterate a dpkt reader, stopping quietly at a truncated or malformed record."""
     import dpkt
     it = iter(reader)
     while True:

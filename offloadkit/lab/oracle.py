@@ -174,6 +174,25 @@ def gso_size_from_egress(egress) -> int:
     return int(d.payload_len.max())
 
 
+MAX_EXAMPLES = 8
+
+
+def _example(rep, text: str) -> None:
+    """Keep ``text`` as one of the report's first MAX_EXAMPLES examples."""
+    if len(rep.examples) < MAX_EXAMPLES:
+        rep.examples.append(text)
+
+
+def _with_examples(summary: str, examples: list) -> str:
+    return summary + ("" if not examples else "\n  " + "\n  ".join(examples[:MAX_EXAMPLES]))
+
+
+def _field_diff(fields, kit, i: int, ker, j: int) -> str:
+    """"f kit X kernel Y, ..." for the fields where kit row i and kernel row j differ ("" if none)."""
+    pairs = ((f, int(getattr(kit, f)[i]), int(getattr(ker, f)[j])) for f in fields)
+    return ", ".join(f"{f} kit {a} kernel {b}" for f, a, b in pairs if a != b)
+
+
 @dataclass
 class SegmentationReport:
     egress_packets: int = 0
@@ -194,7 +213,7 @@ class SegmentationReport:
              f"{self.unexplained} unexplained, {self.field_mismatches} with differing fields, "
              f"{self.partial_groups} partly forwarded super-packets, "
              f"{self.bad_ip_checksums} bad IP checksums in the kit's output")
-        return s + ("" if not self.examples else "\n  " + "\n  ".join(self.examples[:8]))
+        return _with_examples(s, self.examples)
 
 
 def compare_segmentation(kit_pcap, egress_pcap, sender_ip: str | None = None,
@@ -225,7 +244,7 @@ def compare_segmentation(kit_pcap, egress_pcap, sender_ip: str | None = None,
         i = index.get(key)
         if i is None:
             rep.unexplained += 1
-            if len(rep.examples) < 8:
+            if len(rep.examples) < MAX_EXAMPLES:
                 cand = [k for k in index if k[:5] == key[:5]]
                 hint = (f"; kit has IP ID {cand[0][5]} at that seq" if cand else "; kit has no segment at that seq")
                 rep.examples.append(f"egress frame {int(ed.frame[j])} seq {key[4]} len {int(ed.payload_len[j])} "
@@ -233,12 +252,10 @@ def compare_segmentation(kit_pcap, egress_pcap, sender_ip: str | None = None,
             continue
         seen[i] = True
         rep.matched += 1
-        diff = [f for f in fields if int(getattr(kd, f)[i]) != int(getattr(ed, f)[j])]
+        diff = _field_diff(fields, kd, i, ed, j)
         if diff:
             rep.field_mismatches += 1
-            if len(rep.examples) < 8:
-                rep.examples.append(f"seq {key[4]} id {key[5]}: " + ", ".join(
-                    f"{f} kit {int(getattr(kd, f)[i])} kernel {int(getattr(ed, f)[j])}" for f in diff))
+            _example(rep, f"seq {key[4]} id {key[5]}: {diff}")
     if len(kd):
         any_seen = np.zeros(group[-1] + 1, dtype=bool)
         all_seen = np.ones(group[-1] + 1, dtype=bool)
@@ -282,7 +299,7 @@ class GroReport:
              f"{self.kit_only_boundaries} kit-only and {self.kernel_only_boundaries} kernel-only boundaries, "
              f"{self.psh_crossings} merges across PSH, "
              f"{self.coinciding} identical aggregates of which {self.field_mismatches} differ in headers")
-        return s + ("" if not self.examples else "\n  " + "\n  ".join(self.examples[:8]))
+        return _with_examples(s, self.examples)
 
 
 def _sizes(d) -> dict:
@@ -315,6 +332,11 @@ def compare_gro(kit_pcap, rcv_pcap, egress_pcap, sender_ip: str | None = None) -
         return out
 
     ks, rs, es = spans(kit), spans(ker), spans(eg)
+
+    def psh_ends_of(tup):
+        """Ends of the egress segments with PSH set in one flow, sorted."""
+        return np.array(sorted({e for s, e, i in es.get(tup, []) if eg.flags[i] & PSH}), dtype=np.int64)
+
     for tup, kl in ks.items():
         rl = rs.get(tup, [])
         r_starts = {s for s, _, _ in rl}
@@ -322,30 +344,25 @@ def compare_gro(kit_pcap, rcv_pcap, egress_pcap, sender_ip: str | None = None) -
         r_span = {(s, e): i for s, e, i in rl}
         lo = min((s for s, _, _ in rl), default=None)
         hi = max((e for _, e, _ in rl), default=None)
-        psh_ends = np.array(sorted({e for s, e, i in es.get(tup, []) if eg.flags[i] & PSH}), dtype=np.int64)
+        psh_ends = psh_ends_of(tup)
         for s, e, i in kl:
             if lo is not None and lo <= s and e <= hi:  # inside what the receiver captured
                 for b, have, what in ((s, r_starts, "start"), (e, r_ends, "end")):
                     if b not in have:
                         rep.kit_only_boundaries += 1
-                        if len(rep.examples) < 8:
-                            rep.examples.append(f"kit aggregate seq {s}:{e} ({e - s} bytes): the kernel has "
-                                                f"no aggregate {what}ing at {b}")
+                        _example(rep, f"kit aggregate seq {s}:{e} ({e - s} bytes): the kernel has "
+                                      f"no aggregate {what}ing at {b}")
             k = np.searchsorted(psh_ends, s, side="right")
             if k < len(psh_ends) and psh_ends[k] < e:
                 rep.psh_crossings += 1
-                if len(rep.examples) < 8:
-                    rep.examples.append(f"kit aggregate seq {s}:{e} merges past a PSH segment ending at "
-                                        f"{int(psh_ends[k])}")
+                _example(rep, f"kit aggregate seq {s}:{e} merges past a PSH segment ending at {int(psh_ends[k])}")
             j = r_span.get((s, e))
             if j is not None:
                 rep.coinciding += 1
-                diff = [f for f in _GRO_FIELDS if int(getattr(kit, f)[i]) != int(getattr(ker, f)[j])]
+                diff = _field_diff(_GRO_FIELDS, kit, i, ker, j)
                 if diff:
                     rep.field_mismatches += 1
-                    if len(rep.examples) < 8:
-                        rep.examples.append(f"aggregate seq {s}:{e}: " + ", ".join(
-                            f"{f} kit {int(getattr(kit, f)[i])} kernel {int(getattr(ker, f)[j])}" for f in diff))
+                    _example(rep, f"aggregate seq {s}:{e}: {diff}")
     for tup, rl in rs.items():
         kl = ks.get(tup, [])
         k_starts, k_ends = {s for s, _, _ in kl}, {e for _, e, _ in kl}
@@ -356,10 +373,9 @@ def compare_gro(kit_pcap, rcv_pcap, egress_pcap, sender_ip: str | None = None) -
                 for b, have, what in ((s, k_starts, "start"), (e, k_ends, "end")):
                     if b not in have:
                         rep.kernel_only_boundaries += 1
-                        if len(rep.examples) < 8:
-                            rep.examples.append(f"kernel aggregate seq {s}:{e} ({e - s} bytes): the kit has "
-                                                f"no aggregate {what}ing at {b}")
-        psh_ends = np.array(sorted({e for s, e, i in es.get(tup, []) if eg.flags[i] & PSH}), dtype=np.int64)
+                        _example(rep, f"kernel aggregate seq {s}:{e} ({e - s} bytes): the kit has "
+                                      f"no aggregate {what}ing at {b}")
+        psh_ends = psh_ends_of(tup)
         for s, e, _ in rl:
             k = np.searchsorted(psh_ends, s, side="right")
             if k < len(psh_ends) and psh_ends[k] < e:

@@ -50,6 +50,15 @@ def check_available() -> None:
                              f"(Debian: apt-get install iproute2 ethtool iptables iperf3 tcpdump).")
 
 
+def available() -> bool:
+    """Whether the lab can run here (:func:`check_available` raises nothing)."""
+    try:
+        check_available()
+        return True
+    except LabUnavailable:
+        return False
+
+
 def ns_name(tag: int | str, role: str) -> str:
     """The namespace name for one role of a lab run, e.g. ``okl-1234-snd``."""
     name = f"{PREFIX}-{tag}-{role}"

@@ -13,7 +13,8 @@ Every report module (``offloadkit.reports.<id>``) defines
   from one reported number each.
 
 This module gives the report-independent helpers: ``get``, ``variants``,
-``points``, ``run_variant``, ``reproduce_all``.
+``points``, ``run_variant``, ``reproduce_all``, and ``settings_for``/``settings_mss``
+for the presets themselves.
 """
 from __future__ import annotations
 
@@ -102,6 +103,18 @@ def settings_for(knobs: Mapping[str, Knob], variants: Mapping[str, Variant], var
                 raise ValueError(f"unknown knob {k!r}; this report's knobs are {', '.join(knobs)}")
             out[k] = knobs[k].check(k, v)
     return out
+
+
+def settings_mss(s: Mapping[str, object]) -> int:
+    """The ``mss`` knob, or by default what the ``mtu`` knob leaves with timestamps (MTU - 52).
+
+    The rule and its ValueError are the engine's (``engine.segment.mss_from_mtu``,
+    ``check_mss_fits``): "MSS 1600 does not fit in MTU 1500: ... leave 1448".
+    """
+    from ..engine.segment import check_mss_fits, mss_from_mtu
+    mss = s["mss"] if s["mss"] is not None else mss_from_mtu(s["mtu"])
+    check_mss_fits(mss, s["mtu"])
+    return int(mss)
 
 
 class PresetRun:

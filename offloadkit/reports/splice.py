@@ -35,7 +35,7 @@ import functools
 from ..engine import cpu, cpu_paths
 from ..trace import Trace
 from .facts import load_facts
-from .presets import Fit, Knob, PresetRun, Variant, settings_for, solve_linear
+from .presets import Fit, Knob, PresetRun, Variant, settings_for, settings_mss, solve_linear
 from .table import Reproduction
 
 REPORT = "splice"
@@ -79,14 +79,6 @@ VARIANTS = {v.name: v for v in (
 )}
 
 
-def _mss(s: dict) -> int:
-    mss = s["mss"] if s["mss"] is not None else s["mtu"] - 52
-    if mss > s["mtu"] - 52:
-        raise ValueError(f"MSS {mss} does not fit in MTU {s['mtu']}: IPv4 (20) + TCP (20) + options (12) "
-                         f"leave {s['mtu'] - 52}")
-    return int(mss)
-
-
 @functools.lru_cache(maxsize=64)
 def _arrivals(link_bps: float, mss: int, sessions: int, packets: int) -> Trace:
     return cpu.arrival_trace(link_bps, mss, sessions, packets=packets)
@@ -98,7 +90,7 @@ def _path_kw(s: dict) -> dict:
 
 
 def _proxy(host, s: dict):
-    trace = _arrivals(host.link_bps, _mss(s), s["sessions"], s["packets"])
+    trace = _arrivals(host.link_bps, settings_mss(s), s["sessions"], s["packets"])
     return cpu_paths.splice_proxy(trace, host, sessions=s["sessions"], **_path_kw(s)), trace
 
 
@@ -131,7 +123,7 @@ def cliff(fitted: bool = True, **overrides) -> int:
     """The fewest sessions at which the proxy is CPU-bound (``cpu_paths.splice_cliff``)."""
     s = settings_for(KNOBS, VARIANTS, "broken", overrides)
     host = fitted_host(fitted, s["cache_bytes"])
-    return cpu_paths.splice_cliff(host, hi=20 * ABOVE_SESSIONS, rate_bps=host.link_bps, mss=_mss(s),
+    return cpu_paths.splice_cliff(host, hi=20 * ABOVE_SESSIONS, rate_bps=host.link_bps, mss=settings_mss(s),
                                   packets=min(s["packets"], 1200), **_path_kw(s))
 
 

@@ -32,7 +32,7 @@ from ..engine import cpu
 from ..engine import cpu_paths
 from ..trace import Trace
 from .facts import load_facts
-from .presets import Fit, Knob, PresetRun, Variant, settings_for, solve_linear
+from .presets import Fit, Knob, PresetRun, Variant, settings_for, settings_mss, solve_linear
 from .table import Reproduction
 
 REPORT = "vlan-nat"
@@ -77,14 +77,6 @@ CELLS = {"gro_off_ct0": "throughput_gro_off_ct0_Mbps", "gro_off_ct1": "throughpu
          "gro_on_ct0": "throughput_gro_on_ct0_Mbps", "gro_on_ct1": "throughput_gro_on_ct1_Mbps"}
 
 
-def _mss(s: dict) -> int:
-    mss = s["mss"] if s["mss"] is not None else s["mtu"] - 52
-    if mss > s["mtu"] - 52:
-        raise ValueError(f"MSS {mss} does not fit in MTU {s['mtu']}: IPv4 (20) + TCP (20) + options (12) "
-                         f"leave {s['mtu'] - 52}")
-    return int(mss)
-
-
 @functools.lru_cache(maxsize=32)
 def _arrivals(link_bps: float, mss: int, sessions: int, packets: int) -> Trace:
     return cpu.arrival_trace(link_bps, mss, sessions, packets=packets, vlan=True)
@@ -103,7 +95,7 @@ def calibrate() -> dict[str, Fit]:
     rf = load_facts(REPORT)
     host = cpu.load_host(HOST)
     base = settings_for(KNOBS, VARIANTS, "broken", {})
-    trace = _arrivals(host.link_bps, _mss(base), base["sessions"], base["packets"])
+    trace = _arrivals(host.link_bps, settings_mss(base), base["sessions"], base["packets"])
 
     def softirq_ns_per_byte(h, cell):
         s = settings_for(KNOBS, VARIANTS, cell, {})
@@ -145,7 +137,7 @@ def run(variant: str = "broken", **overrides) -> PresetRun:
     """Forward one arriving train through the router; ``result`` is a ``CpuResult``."""
     s = settings_for(KNOBS, VARIANTS, variant, overrides)
     host = fitted_host(s["fitted"])
-    trace = _arrivals(host.link_bps, _mss(s), s["sessions"], s["packets"])
+    trace = _arrivals(host.link_bps, settings_mss(s), s["sessions"], s["packets"])
     res = _forward(trace, host, s)
 
     def build() -> Trace:

@@ -26,7 +26,7 @@ import numpy as np
 from ..engine import cpu, cpu_paths
 from ..trace import Trace
 from .facts import load_facts
-from .presets import Fit, Knob, PresetRun, Variant, settings_for, solve_linear
+from .presets import Fit, Knob, PresetRun, Variant, settings_for, settings_mss, solve_linear
 from .table import Reproduction
 
 REPORT = "vxlan"
@@ -65,14 +65,6 @@ VARIANTS = {v.name: v for v in (
 )}
 
 
-def _mss(s: dict) -> int:
-    mss = s["mss"] if s["mss"] is not None else s["mtu"] - 52
-    if mss > s["mtu"] - 52:
-        raise ValueError(f"MSS {mss} does not fit in MTU {s['mtu']}: IPv4 (20) + TCP (20) + options (12) "
-                         f"leave {s['mtu'] - 52}")
-    return int(mss)
-
-
 @functools.lru_cache(maxsize=32)
 def _arrivals(link_bps: float, mss: int, sessions: int, packets: int, outer_csum: bool) -> Trace:
     return cpu.arrival_trace(link_bps, mss, sessions, packets=packets, vxlan=True,
@@ -91,7 +83,7 @@ def _receive(trace: Trace, host, s: dict):
 
 
 def _trace_for(s: dict, host) -> Trace:
-    return _arrivals(host.link_bps, _mss(s), s["sessions"], s["packets"], s["outer_udp_csum"])
+    return _arrivals(host.link_bps, settings_mss(s), s["sessions"], s["packets"], s["outer_udp_csum"])
 
 
 @functools.lru_cache(maxsize=1)
