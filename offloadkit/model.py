@@ -83,6 +83,17 @@ class Tcp:
     ``rack_reo_timer``: Linux >= 4.11 arms RACK's reordering timer, so a loss
     revealed by a SACK is repaired after RTT + min_rtt/4 without waiting for
     another ACK, a probe or the RTO; 4.4-4.10 only look at ACK arrival.
+    ``rack_time_based``: Linux >= 4.10 RACK marks a unit lost once a unit
+    sent after it was delivered and it has waited RTT + min_rtt/4, in any
+    state; 4.4-4.9 only in Recovery/Loss and only when a delivered unit was
+    sent more than 1 ms (reo_wnd's floor) after it, however long ago.
+    ``fack``: Linux <= 4.14 with tcp_fack=1 (its default) marks as lost every
+    unit more than 3 below the highest SACKed one (fackets_out - reordering);
+    without it (4.15+), a unit needs 3 SACKed units above it (RFC 6675).
+    ``prr_ss_una``: in fast recovery below ssthresh, PRR sends one more than
+    was delivered whenever snd_una advances and nothing new is lost (Linux
+    >= 5.12); 4.3-5.11 only when the ACK covers retransmitted data and no
+    retransmission was found lost, otherwise just what was delivered.
     """
 
     mss: int | None = None
@@ -101,6 +112,9 @@ class Tcp:
     psh_on_gso: bool = True
     tso_retransmits: bool = True
     rack_reo_timer: bool = True
+    prr_ss_una: bool = True
+    rack_time_based: bool = True
+    fack: bool = False
 
     def __post_init__(self):
         if self.cc not in CC_NAMES:

@@ -216,6 +216,9 @@ def _params(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
     P[K.P_SEED] = sc.seed
     P[K.P_RTX_TSO] = tcp.tso_retransmits
     P[K.P_REO_TIMER] = tcp.rack_reo_timer
+    P[K.P_PRR_UNA] = tcp.prr_ss_una
+    P[K.P_RACK_TIME] = tcp.rack_time_based
+    P[K.P_FACK] = tcp.fack
     HP = np.zeros((nh, K.HP_LEN), np.int64)
     HL = np.zeros(nh, np.float64)
     for i, h in enumerate(sc.path):

@@ -41,8 +41,11 @@ Per flow, what the loop models (Linux, spec §1-§3):
   marking: 3 SACKed units above (RFC 6675) or RACK (a unit sent before a
   delivered one and unacknowledged for its RTT + min_rtt/4; with
   ``P_REO_TIMER``, Linux >= 4.11, a timer fires when that time is up, else
-  the next ACK finds it), 3 dupacks without SACK; fast
-  recovery with PRR; NewReno or CUBIC (HyStart delay detection); TLP (PTO = max(2 srtt,
+  the next ACK finds it), 3 dupacks without SACK; with ``P_RACK_TIME = 0``
+  (Linux 4.4-4.9) RACK only runs in Recovery/Loss and needs a delivered unit
+  sent > 1 ms later; with ``P_FACK`` (Linux <= 4.14) all but 3 units below the
+  highest SACK are lost; fast recovery with PRR (prior_cwnd; slow-start bound
+  per ``P_PRR_UNA``: 5.12+ una advanced, else 4.3-5.11 retransmit acked); NewReno or CUBIC (HyStart delay detection); TLP (PTO = max(2 srtt,
   10 ms), 1.5 srtt + min_rto with one unit out; a new 1-MSS segment or the
   last MSS again); RTO: cwnd 1, every unit lost, slow start.
 - Retransmissions are built as ``__tcp_retransmit_skb`` builds them: a run of
@@ -84,7 +87,7 @@ from .segment import (NIC_DROP_GSO, NIC_SW_GSO, nic_chunk_size, nic_effective, s
  P_DELACK, P_DELACK_NS, P_QUICK, P_RWND, P_TSO, P_GSO, P_NIC, P_NIC_RATE, P_GSO_MAX_SIZE, P_GSO_MAX_SEGS,
  P_GRO, P_BUDGET, P_NAPI_DELAY, P_GRO_MAX, P_REC_LIMIT, P_SAMPLE_NS, P_UCAP, P_OCAP, P_REV_DELAY,
  P_PSH_GSO, P_NHOPS, P_NPOINTS, P_PKCAP, P_AKCAP, P_HCAP, P_RXCAP, P_QCAP, P_BASE_RTT, P_MAX_EVENTS,
- P_SEED, P_RTX_TSO, P_REO_TIMER, P_LEN) = range(45)
+ P_SEED, P_RTX_TSO, P_REO_TIMER, P_PRR_UNA, P_RACK_TIME, P_FACK, P_LEN) = range(48)
 CC_NEWRENO, CC_CUBIC = 0, 1
 GRO_MODE_OFF, GRO_MODE_GRO, GRO_MODE_LRO = 0, 1, 2
 
@@ -107,7 +110,7 @@ MAX_POINTS = 40
  F_DACK_EVT, F_TS_RECENT, F_RCV_MSS, F_ON, F_OSTAMP, F_H_CNT, F_H_SEQ, F_H_END, F_H_FIRST, F_H_FLAGS,
  F_H_IPID, F_H_TS, F_RETX_UNITS, F_DELIVERED, F_HIGH_SACK_U, F_MARK_PTR, F_RACK_PTR,
  F_HIGH_LOST_U, F_H_AGE, F_RACK_U, F_RACK_RTT, F_REO_EVT, F_HS_END, F_HS_CURR, F_HS_CNT, F_HS_FOUND,
- F_LEN) = range(65)
+ F_RACK_ADV, F_LEN) = range(66)
 # per-flow floats FF (CUBIC)
 FF_WMAX, FF_EPOCH, FF_K, FF_ORIGIN, FF_WEST, FF_LEN = range(6)
 
@@ -136,6 +139,7 @@ N_DROP_CODES = 16
 SMP_CAP = 2048
 MAX_TCP_HEADER_1 = 321          # MAX_TCP_HEADER + 1 (sk_setup_caps)
 INF = np.int64(1) << np.int64(62)
+RACK_REO_WND_4X_NS = 1_000_000   # Linux 4.4-4.9 tcp_rack_mark_lost: reo_wnd = 1000 us (no reordering seen)
 HEAP_SHIFT = 20                  # event times < 2**43 ns (2.4 hours)
 HEAP_SEQ_MASK = (1 << 20) - 1
 
@@ -724,23 +728,30 @@ def _mark_lost(W, f, now):
         return
     if F[f, F_SACKED] == 0:
         return
-    # RFC 6675 IsLost: below the third-highest SACKed unit
+    # RFC 6675 IsLost: below the third-highest SACKed unit; FACK (Linux <= 4.14, tcp_fack=1):
+    # fackets_out - reordering (3) head units, i.e. below the highest SACKed unit minus 2
     lo = max(F[f, F_MARK_PTR], una)
-    u = min(F[f, F_HIGH_SACK_U], nxt) - 1
-    cnt = 0
     l3 = np.int64(-1)
-    while u >= lo:
-        if W.U[f, u & m, 2] & UF_SACKED:
-            cnt += 1
-            if cnt == 3:
-                l3 = u
-                break
-        u -= 1
+    if P[P_FACK]:
+        l3 = min(F[f, F_HIGH_SACK_U], nxt) - 3
+    else:
+        u = min(F[f, F_HIGH_SACK_U], nxt) - 1
+        cnt = 0
+        while u >= lo:
+            if W.U[f, u & m, 2] & UF_SACKED:
+                cnt += 1
+                if cnt == 3:
+                    l3 = u
+                    break
+            u -= 1
     if l3 > lo:
         for v in range(lo, l3):
             if (W.U[f, v & m, 2] & (UF_SACKED | UF_LOST | UF_RETRANS)) == 0:
                 _mark_one(W, f, v)
         F[f, F_MARK_PTR] = l3
+    if P[P_RACK_TIME] == 0:
+        _rack_mark_lost_4x(W, f)
+        return
     # RACK: sent before the most recently sent delivered unit, and unacknowledged for rack_rtt + reo_wnd
     if F[f, F_RACK_U] >= 0:
         reo = F[f, F_MIN_RTT] // 4
@@ -769,6 +780,32 @@ def _mark_lost(W, f, now):
 
 
 @njit(cache=True, _nrt=False)
+def _rack_mark_lost_4x(W, f):
+    """Linux 4.4-4.9 tcp_rack_mark_lost: only in Recovery/Loss and after RACK advanced; a unit is
+    lost when a delivered unit was sent more than reo_wnd (1 ms) after it, whatever the time now.
+    Scans from snd_una as the kernel does; stops at the first never-retransmitted unit sent at or
+    after the RACK time (original data goes out in order)."""
+    F = W.F
+    m = W.P[P_UCAP] - 1
+    if F[f, F_STATE] == ST_OPEN or F[f, F_RACK_ADV] == 0:
+        return
+    F[f, F_RACK_ADV] = 0
+    rx = F[f, F_RACK_X]
+    for u in range(F[f, F_UNA_U], F[f, F_NXT_U]):
+        x = W.U[f, u & m, 3]
+        fl = W.U[f, u & m, 2]
+        if fl & UF_SACKED:
+            continue
+        if x < rx:
+            if rx - x <= RACK_REO_WND_4X_NS:
+                continue
+            if (fl & UF_LOST) == 0 or (fl & UF_RETRANS) != 0:
+                _mark_one(W, f, u)                         # a lost retransmission loses its RETRANS mark
+        elif (fl & UF_EVER) == 0:
+            break
+
+
+@njit(cache=True, _nrt=False)
 def _rack_update(W, f, u, x, fl, now):
     """tcp_rack_advance: remember the most recently sent delivered unit (ambiguous retransmits skipped)."""
     F = W.F
@@ -778,6 +815,7 @@ def _rack_update(W, f, u, x, fl, now):
         F[f, F_RACK_X] = x
         F[f, F_RACK_U] = u
         F[f, F_RACK_RTT] = now - x
+        F[f, F_RACK_ADV] = 1
 
 
 @njit(cache=True, _nrt=False)
@@ -853,23 +891,33 @@ def _recovery_state(W, f, prior_infl):
         F[f, F_SSTHRESH] = _cc_ssthresh(W, f)
         F[f, F_PRR_DELIV] = 0
         F[f, F_PRR_OUT] = 0
-        F[f, F_RECOVER_FS] = max(prior_infl, 1)
+        F[f, F_RECOVER_FS] = max(F[f, F_CWND], 1)                        # tp->prior_cwnd
         F[f, F_TLP_HIGH] = -1
         W.G[G_RECOV] += 1
     return state
 
 
 @njit(cache=True, _nrt=False)
-def _prr(W, f, delivered):
-    """tcp_cwnd_reduction: proportional rate reduction (RFC 6937) with slow-start reduction bound."""
+def _prr(W, f, delivered, ss_ok):
+    """tcp_cwnd_reduction: proportional rate reduction (RFC 6937), nothing when nothing was delivered.
+
+    Above ssthresh: ssthresh * prr_delivered / prior_cwnd - prr_out. Below it, the slow-start
+    reduction bound (one more than delivered) applies only when ``ss_ok`` (Linux 4.3-5.11: the ACK
+    covered retransmitted data and no retransmission was found lost; >= 5.12: snd_una advanced and
+    nothing was newly marked lost); otherwise the conservative bound, newly delivered units.
+    """
     F = W.F
+    if delivered <= 0:
+        return
     F[f, F_PRR_DELIV] += delivered
     infl = _in_flight(F, f)
     ssth = F[f, F_SSTHRESH]
     if infl > ssth:
         sndcnt = (F[f, F_PRR_DELIV] * ssth + F[f, F_RECOVER_FS] - 1) // F[f, F_RECOVER_FS] - F[f, F_PRR_OUT]
-    else:
+    elif ss_ok:
         sndcnt = min(ssth - infl, max(F[f, F_PRR_DELIV] - F[f, F_PRR_OUT], delivered) + 1)
+    else:
+        sndcnt = min(ssth - infl, delivered)
     F[f, F_CWND] = infl + max(sndcnt, 1 if F[f, F_PRR_OUT] == 0 else 0)
 
 
@@ -878,10 +926,11 @@ def _on_reo(W, f, now):
     """tcp_rack_reo_timeout: mark what has now waited long enough, recover, retransmit."""
     F = W.F
     prior = _in_flight(F, f)
+    was = F[f, F_STATE]
     _mark_lost(W, f, now)
     if _in_flight(F, f) != prior:
-        if _recovery_state(W, f, prior) == ST_RECOVERY:
-            _prr(W, f, 0)
+        if _recovery_state(W, f, prior) == ST_RECOVERY and was != ST_RECOVERY:
+            _prr(W, f, 1, False)                          # tcp_enter_recovery + tcp_cwnd_reduction(sk, 1, 0)
         _send(W, f, now)
     if F[f, F_TKIND] != TK_RTO:
         _set_timer(W, f, now)
@@ -898,12 +947,15 @@ def _on_ack(W, f, aid, now):
     prior_infl = _in_flight(F, f)
     acked_units = 0
     newly_sacked = 0
+    retrans_acked = False                                 # FLAG_RETRANS_DATA_ACKED
     rtt = np.int64(-1)
     advanced = ack > F[f, F_SND_UNA]
     if advanced:
         while F[f, F_UNA_U] < F[f, F_NXT_U] and W.U[f, F[f, F_UNA_U] & m, 1] <= ack:
             u = F[f, F_UNA_U]
             fl = W.U[f, u & m, 2]
+            if fl & UF_EVER:
+                retrans_acked = True
             if fl & UF_SACKED:
                 F[f, F_SACKED] -= 1
             else:
@@ -973,10 +1025,16 @@ def _on_ack(W, f, aid, now):
     # loss detection
     if P[P_SACK] == 0 and F[f, F_STATE] == ST_RECOVERY and advanced and ack < F[f, F_HIGH_SEQ]:
         F[f, F_DUPACKS] = 3                                            # NewReno partial ACK: next hole
+    prior_retrans = F[f, F_RETRANS]
+    prior_lost = F[f, F_LOST]
     _mark_lost(W, f, now)
     state = _recovery_state(W, f, prior_infl)
     if state == ST_RECOVERY:
-        _prr(W, f, delivered)
+        if P[P_PRR_UNA]:
+            ss_ok = advanced and F[f, F_LOST] == prior_lost                 # Linux >= 5.12
+        else:
+            ss_ok = retrans_acked and F[f, F_RETRANS] == prior_retrans      # 4.3-5.11: no FLAG_LOST_RETRANS
+        _prr(W, f, delivered, ss_ok)
     else:
         _cong_avoid(W, f, delivered, now)
     if F[f, F_SND_UNA] >= F[f, F_MAXOUT_SEQ]:
