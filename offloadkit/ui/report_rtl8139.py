@@ -1,0 +1,129 @@
+"""Dashboard of report 000 (rtl8139): QEMU's RTL8139C+ TSO cuts 1448-byte chunks behind PPPoE.
+
+Controls: ``mss`` (the guest's payload per segment: the peer's clamped MSS option
+minus 12 bytes of timestamps), ``mtu`` (the PPPoE hop's: the largest IP packet it
+carries; the guest NIC's MTU stays 1500), ``gro`` (the laptop's), ``csum_offload`` (the guest's TX checksum offload:
+without it Linux turns TSO off), ``tso``, ``gso`` and ``nic_fixed`` (QEMU 7.2's
+"rtl8139: honor large send MSS value"). The model is ``offloadkit.reports.rtl8139``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine.segment import check_mss_fits
+from ..reports import get, load_facts
+from . import views
+from .dashboard import Dashboard, apply_overrides, toggle
+from .report_common import (ReportView, common_controls, drops_text, excerpt, model_rate, report_rate,
+                            sizes_text, static_html, tag_controls)
+from .report_views import rate_comparison
+
+REPORT = "rtl8139"
+KB = 1000.0
+TS_OPTION_BYTES = 12
+STEVENS_WINDOW_MS = 800     # the time-sequence graph shows the first 0.8 s of data (the pattern repeats)
+
+
+def settings(v: dict) -> dict:
+    """The preset's knobs for the dashboard's control values."""
+    return dict(nic="hw-tso" if v["nic_fixed"] else "rtl8139-legacy", tso=bool(v["tso"] and v["csum_offload"]),
+                gso=bool(v["gso"]), gro=bool(v["gro"]), mss_clamp=int(v["mss"]) + TS_OPTION_BYTES,
+                path_mtu=int(v["mtu"]))
+
+
+def reference_rates() -> list[dict]:
+    """The report's two measurements beside the model's runs of the same setups, and the fix."""
+    m, f = get(REPORT), load_facts(REPORT)
+    kbps = lambda name: m.run(name).goodput_bps / 8 / KB
+    return [model_rate("TSO/GSO on, QEMU < 7.2", kbps("broken"), "KB/s"),
+            report_rate("TSO/GSO on, QEMU < 7.2", f.targets["throughput_tso_on_kBps"].reported, "KB/s"),
+            model_rate("TSO and GSO off", kbps("workaround"), "KB/s"),
+            report_rate("TSO and GSO off", f.value("throughput_tso_off_kBps"), "KB/s"),
+            model_rate("QEMU 7.2 fix, TSO on", kbps("fixed"), "KB/s")]
+
+
+def compute(v: dict) -> ReportView:
+    m = get(REPORT)
+    check_mss_fits(int(v["mss"]), int(m.KNOBS["mtu"].default), timestamps=True)   # the guest NIC's MTU
+    run = m.run("broken", **settings(v))
+    notes = []
+    if v["tso"] and not v["csum_offload"]:
+        notes.append("TSO needs TX checksum offload: without it Linux turns TSO off "
+                     "('tcp-segmentation-offload: off [requested on]') and GSO segments in software.")
+    if not v["gso"] and v["tso"] and v["csum_offload"]:
+        notes.append("GSO off changes nothing while TSO is on: the (emulated) NIC does the segmenting.")
+    if v["nic_fixed"] and not (v["tso"] and v["csum_offload"]):
+        notes.append("The emulated NIC only matters when it segments (TSO on).")
+    res = run.result
+    if v["gro"] and res.received_packets and res.gro_packets >= res.received_packets:
+        notes.append(f"GRO is on at the laptop but merged nothing ({res.received_packets} packets arrived, "
+                     f"{res.gro_packets} went up the stack): at this link rate each NAPI poll finds one packet.")
+    trace = run.trace
+    ats = {p: trace.at(p) for p in m.POINTS}
+    g = ats["guest"]
+    supers = np.nonzero((g.direction == 0) & (g.gso_segs > 1))[0]
+    start = int(g.seq[supers[0]]) if len(supers) else None
+    extra = {}
+    for p in ("guest", "laptop"):
+        rtx = m.first_retransmission(ats[p])
+        if rtx is not None:
+            extra[p] = rtx
+    lines, window = excerpt(ats, m.POINTS, n=6, start_seq=start, extra_rows=extra)
+    rates = [model_rate("your settings", run.goodput_bps / 8 / KB, "KB/s")] + reference_rates()
+    return ReportView(REPORT, dict(v), run, lines, window, rates, notes,
+                      extra={"hop_payload": int(v["mtu"]) - 52, "ppp": first_ms(ats["ppp"], STEVENS_WINDOW_MS)})
+
+
+def first_ms(t, ms: float):
+    """The packets of the first ``ms`` milliseconds after the first data packet."""
+    data = np.nonzero((t.direction == 0) & (t.payload_len > 0))[0]
+    if len(data) == 0:
+        return t
+    t0 = int(t.time_ns[data[0]])
+    return t[(t.time_ns >= t0) & (t.time_ns <= t0 + int(ms * 1e6))]
+
+
+def readout(r: ReportView) -> str:
+    res = r.run.result
+    return (f"goodput {r.goodput_bps / 8 / KB:.0f} KB/s · macvtap: {sizes_text(res.segment_sizes('macvtap'))} B"
+            f" · drops: {drops_text(res.drops)} · retransmitted segments: {res.retransmits} · RTOs: {res.rtos}"
+            f" · laptop stack: {res.gro_packets} packets for {res.received_packets} arrivals")
+
+
+def size_rules(r: ReportView) -> list[tuple[str, int]]:
+    mss, hop = int(r.settings["mss"]), r.extra["hop_payload"]
+    if mss == hop:
+        return [(f"MSS {mss} = PPPoE limit", mss)]
+    return [(f"MSS {mss}", mss), (f"PPPoE carries ≤ {hop}", hop)]
+
+
+VIEWS = {
+    "trace": lambda r: views.trace_text(r.lines, max_lines=7),
+    "sizes": lambda r: views.segment_sizes(r.window, list(r.window.points), rules=size_rules(r), width=480),
+    "throughput": lambda r: rate_comparison(r.rates, "KB/s", title="throughput: model vs the report"),
+    "stevens": lambda r: views.time_sequence(r.extra["ppp"], None, max_points=1500, width=480, height=240),
+}
+
+DESCRIPTION = ("<p style='margin:2px 0 6px 0;max-width:980px'>A QEMU guest downloads 2 MB to a laptop behind a "
+               "PPPoE link (MTU 1492). Capture points: <i>guest</i> (before the emulated NIC), <i>macvtap</i> "
+               "(after it), <i>ppp</i> (after the PPPoE hop), <i>laptop</i>. Drops are red, retransmissions "
+               "orange. Everything is recomputed by <code>offloadkit.reports.rtl8139</code>."
+               " The tcpdump lines leave out the TCP options.</p>")
+
+
+def build(**overrides) -> Dashboard:
+    """``dashboard("rtl8139", mss=1440, mtu=1492, gro=True, csum_offload=True, tso=True, gso=True,
+    nic_fixed=False)`` (``mtu``: the PPPoE hop's)."""
+    f = load_facts(REPORT)
+    controls = common_controls(int(f.value("guest_mss_bytes")), int(f.value("pppoe_mtu_bytes")),
+                               True, True, mss_range=(88, 1460), mtu_range=(576, 1500), gro_label="GRO (laptop)",
+                               csum_label="TX checksum offload (guest)")
+    controls["mtu"].description = "PPPoE MTU"
+    controls["tso"] = toggle("TSO", True)
+    controls["gso"] = toggle("GSO", True)
+    controls["nic_fixed"] = toggle("QEMU 7.2 fix (honour the MSS)", False)
+    tag_controls(controls)
+    apply_overrides(controls, overrides)
+    return Dashboard("Report 000: rtl8139 TSO behind PPPoE", controls, compute, VIEWS, readout=readout,
+                     notes=lambda r: " ".join(r.notes) or None, static_html=static_html,
+                     description=DESCRIPTION, layout=[["trace"], ["sizes", "stevens"], ["throughput"]])

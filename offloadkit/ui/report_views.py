@@ -1,0 +1,102 @@
+"""Chart builders of the report dashboards (the generic ones live in ``views``).
+
+Same rules as ``views``: plain data in, a Vega-Lite dict wrapped in
+``VegaLite`` out, small datasets, no altair object API in the live loop.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .. import codes
+from ..trace import Trace
+from .views import SIZE_TITLES, VegaLite, _color, _f, _tips, message_chart
+
+
+def rate_comparison(rows: Sequence[Mapping], unit: str, *, log: bool = False, width: int = 420,
+                    title: str | None = None) -> VegaLite:
+    """The model's rates next to the report's measurements, in the report's unit.
+
+    ``rows``: ``case``, ``source`` ("model" or "report"), ``value``, ``lo``/``hi``
+    (a reported range; equal to ``value`` otherwise) and ``label`` (the text shown).
+    A case may have only a model row (your settings) or only a report row.
+    ``log``: a log axis, for rates that differ by orders of magnitude.
+    """
+    data = [{"case": str(r["case"]), "source": str(r["source"]), "value": float(r["value"]),
+             "lo": float(r["lo"]), "hi": float(r["hi"]), "label": str(r["label"])}
+            for r in rows if r.get("value") is not None]
+    if not data:
+        return message_chart("no rates to show", width=width)
+    cases = list(dict.fromkeys(r["case"] for r in data))
+    if log:   # bars need a baseline inside a log scale's domain: a decade below the smallest value
+        if min(r["lo"] for r in data) <= 0:
+            raise ValueError("a log-scale rate chart needs positive rates")
+        lo_dom = 10.0 ** np.floor(np.log10(min(r["lo"] for r in data)))
+        hi_dom = 10.0 ** np.ceil(np.log10(max(r["hi"] for r in data) * 1.5))
+        scale = {"type": "log", "domain": [float(lo_dom), float(hi_dom)]}
+    else:
+        lo_dom, scale = 0.0, {"zero": True}
+    for r in data:
+        r["base"] = float(lo_dom)
+    x = _f("value", "quantitative", title=unit, scale=scale, **({"axis": {"format": "~g"}} if log else {}))
+    pos = {"y": _f("case", "nominal", sort=cases, title=None, axis={"labelLimit": 260}),
+           "yOffset": _f("source", "nominal", sort=["model", "report"])}
+    color = _color("source", ["model", "report"])
+    layers = [
+        {"mark": {"type": "bar"}, "encoding": {**pos, "x": x, "x2": {"field": "base"}, "color": color,
+                                               "tooltip": _tips("case:N", "source:N", "label:N")}},
+        {"transform": [{"filter": "datum.lo != datum.hi"}],
+         "mark": {"type": "bar", "height": 3, "color": "#333"},
+         "encoding": {**pos, "x": _f("lo", "quantitative", scale=scale), "x2": {"field": "hi"}}},
+        {"mark": {"type": "text", "align": "left", "dx": 4, "fontSize": 10},
+         "encoding": {**pos, "x": _f("hi", "quantitative", scale=scale), "text": _f("label", "nominal")}},
+    ]
+    spec = {"data": {"name": "rates"}, "layer": layers, "width": width,
+            "height": max(len(cases), 1) * 40, "datasets": {"rates": data}}
+    if title:
+        spec["title"] = {"text": title, "anchor": "start"}
+    return VegaLite(spec)
+
+
+def size_counts_chart(trace: Trace, points: Sequence[str], *, measure: str = "payload", top: int = 8,
+                      width: int = 560, height: int = 180, title: str | None = None) -> VegaLite:
+    """Packets per size at each capture point over a whole run (counted with numpy).
+
+    The ``top`` most frequent sizes per point are shown; dropped packets are red.
+    """
+    if measure not in SIZE_TITLES:
+        raise ValueError(f"measure must be one of {sorted(SIZE_TITLES)}, not {measure!r}")
+    rows = []
+    for p in points:
+        t = trace.at(p)
+        t = t[(t.direction == 0) & (t.payload_len > 0)]
+        values = {"payload": t.payload_len, "ip_len": t.ip_len, "wire": t.wire_len}[measure]
+        fate = np.where(t.drop != codes.DROP_NONE, 1, 0)
+        key = values.astype(np.int64) * 2 + fate
+        k, c = np.unique(key, return_counts=True)
+        order = np.argsort(-c, kind="stable")[:top]
+        for j in order:
+            rows.append({"point": p, "size": int(k[j] // 2), "fate": "dropped" if k[j] % 2 else "delivered",
+                         "count": int(c[j])})
+    if not rows:
+        return message_chart("no data packets", width=width)
+    spec = {"data": {"name": "sizes"},
+            "layer": [{"mark": {"type": "bar"},
+                       "encoding": {"x": _f("size", "ordinal", title=SIZE_TITLES[measure], axis={"labelAngle": 0}),
+                                    "y": _f("count", "quantitative", title="packets", scale={"type": "symlog"}),
+                                    "color": _color("fate", ["delivered", "dropped"]),
+                                    "tooltip": _tips("point:N", "size:O", "fate:N", "count:Q")}},
+                      {"mark": {"type": "text", "dy": -5, "fontSize": 9},
+                       "encoding": {"x": _f("size", "ordinal"), "y": _f("count", "quantitative",
+                                                                       scale={"type": "symlog"}),
+                                    "text": _f("count", "quantitative")}}],
+            "datasets": {"sizes": rows}}
+    facet = {"facet": {"column": _f("point", "nominal", sort=list(points), title=None,
+                                    header={"labelFontSize": 12})},
+             "spec": {**spec, "width": max(width // max(len(points), 1) - 20, 90), "height": height},
+             "data": spec["data"], "datasets": spec["datasets"], "resolve": {"scale": {"x": "independent"}}}
+    del facet["spec"]["data"], facet["spec"]["datasets"]
+    if title:
+        facet["title"] = {"text": title, "anchor": "start"}
+    return VegaLite(facet)
