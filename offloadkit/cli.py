@@ -1,5 +1,8 @@
-"""The ``offloadkit`` command. Each verb lives in ``offloadkit/commands/<verb>.py``
-and provides ``configure(parser)`` and ``run(args) -> int``."""
+"""offloadkit: see what TSO/GSO, GRO/LRO and checksum offload do to TCP.
+
+Each verb lives in ``offloadkit/commands/<verb>.py`` and provides
+``configure(parser)`` and ``run(args) -> int``; only the verb being run is imported.
+"""
 from __future__ import annotations
 
 import argparse
@@ -22,9 +25,9 @@ class UsageError(Exception):
     """A user mistake: printed as one line, exit status 2."""
 
 
-def _available() -> dict[str, object]:
+def _available(only: str | None = None) -> dict[str, object]:
     mods = {}
-    for verb in VERBS:
+    for verb in ([only] if only in VERBS else VERBS):
         try:
             mods[verb] = importlib.import_module(f"offloadkit.commands.{verb.replace('-', '_')}")
         except ModuleNotFoundError as e:
@@ -33,10 +36,10 @@ def _available() -> dict[str, object]:
     return mods
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="offloadkit", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
-    for verb, mod in _available().items():
+    for verb, mod in _available(only).items():
         p = sub.add_parser(verb, help=VERBS[verb], description=VERBS[verb])
         mod.configure(p)
         p.set_defaults(_run=mod.run)
@@ -44,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
