@@ -1,4 +1,4 @@
-"""``python -m benchmarks``: run every ``benchmarks/bench_*.py`` module's ``main()`` with its defaults."""
+"""``python -m benchmarks``: run every ``benchmarks/bench_*.py`` module (and ``live.py``)'s ``main()`` with its defaults."""
 from __future__ import annotations
 
 import importlib
@@ -11,7 +11,7 @@ from pathlib import Path
 
 def main() -> int:
     here = Path(__file__).resolve().parent
-    names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
+    names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_") or m.name == "live")
     failed = []
     for name in names:
         print(f"== benchmarks.{name}", flush=True)

@@ -1,6 +1,6 @@
 """Live-dashboard latency: control assignment -> updated chart specs, and first-dashboard time.
 
-``python -m benchmarks.bench_live [--repeat 20] [--ids intro,...] [--reference-ids intro] [--no-kernel]``
+``python -m benchmarks.live [--repeat 20] [--ids intro,...] [--reference-ids intro] [--no-kernel]``
 
 1. For every registered dashboard and every control, 20 programmatic
    assignments; each is timed from ``control.value = x`` until it returns, at
@@ -109,7 +109,7 @@ def summarize(table: dict) -> tuple[float, float]:
 
 def main(argv=None) -> int:
     from offloadkit import ui
-    p = argparse.ArgumentParser(prog="python -m benchmarks.bench_live")
+    p = argparse.ArgumentParser(prog="python -m benchmarks.live")
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--ids", type=lambda s: s.split(","), default=None)
     p.add_argument("--no-kernel", action="store_true", help="skip the fresh-kernel measurement")
@@ -127,7 +127,7 @@ def main(argv=None) -> int:
     ref_ids = [i for i in args.reference_ids if i in args.ids]
     if ref_ids:
         env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-        proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_live", "--child", "--repeat",
+        proc = subprocess.run([sys.executable, "-m", "benchmarks.live", "--child", "--repeat",
                                str(args.repeat), "--ids", ",".join(ref_ids)], env=env, capture_output=True,
                               text=True, check=True)
         ref = json.loads(proc.stdout.strip().splitlines()[-1])
