@@ -1,4 +1,4 @@
-"""Helpers shared by the dashboard tests and benchmarks/bench_live.py."""
+"""Helpers shared by the dashboard tests and benchmarks/live.py."""
 from __future__ import annotations
 
 
