@@ -94,6 +94,10 @@ class Tcp:
     was delivered whenever snd_una advances and nothing new is lost (Linux
     >= 5.12); 4.3-5.11 only when the ACK covers retransmitted data and no
     retransmission was found lost, otherwise just what was delivered.
+    ``ofo_quickack``: the receiver re-enters quick-ACK mode on every
+    out-of-order or partial segment (Linux < 4.18; a3893637e1eb "tcp: do not
+    force quickack when receiving out-of-order packets" removed it); in every
+    version duplicate data does.
     """
 
     mss: int | None = None
@@ -115,6 +119,7 @@ class Tcp:
     prr_ss_una: bool = True
     rack_time_based: bool = True
     fack: bool = False
+    ofo_quickack: bool = False
 
     def __post_init__(self):
         if self.cc not in CC_NAMES:

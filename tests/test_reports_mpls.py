@@ -35,22 +35,12 @@ def test_healthy_and_fixed(runs):
     assert runs["workaround"].info["goodput_Mbps"] > 1000
 
 
-_GAP = ("not reproduced by the engine's 4.x rules: with PRR's 4.3-5.11 rule (no slow-start bound unless "
-        "retransmitted data is acked) the first fast retransmit is 1 MSS and passes, and the flow settles at "
-        "cwnd 2-4 where tcp_cwnd_test gives 1-MSS (non-GSO) skbs: ~490 Mb/s. Adding 4.4-4.9 RACK (1 ms send-"
-        "time window, Recovery/Loss only) and FACK gives ~24.5 Mb/s (TLP every 10 ms restarts the flow), but "
-        "breaks the healthy fit (slow-start overshoot), so the preset keeps time-based RACK; the seed says "
-        "1-10 Mb/s (~2 on veth)")
-
-
-@pytest.mark.xfail(strict=False, reason=_GAP)
 def test_broken_is_thousands_of_times_slower(runs):
     h = runs["healthy"].info["goodput_Mbps"]
     for v in ("broken", "mpls_gso_no_inner"):
         assert 0 < runs[v].info["goodput_Mbps"] < h / 1000, v
 
 
-@pytest.mark.xfail(strict=False, reason=_GAP)
 @pytest.mark.parametrize("variant,q", [("broken", "throughput_broken_Mbps"),
                                        ("mpls_gso_no_inner", "throughput_mpls_gso_no_inner_Mbps")])
 def test_broken_rate_in_the_reported_band(runs, variant, q):

@@ -341,7 +341,9 @@ def test_report000_tso_on_is_several_times_slower():
 # -- report 001: a device path that drops every GSO skb ---------------------------------------
 
 def report001(model: str, reason="EPROTONOSUPPORT", tso_retransmits=False):
-    return Scenario(tcp=Tcp(tso_retransmits=tso_retransmits, rack_reo_timer=False),          # Linux 4.6 / 4.7
+    # Linux 4.6 / 4.7 on both ends: no RACK timer, PRR's 4.3-5.11 rule, quick ACKs after out-of-order data
+    return Scenario(tcp=Tcp(tso_retransmits=tso_retransmits, rack_reo_timer=False, prr_ss_una=False,
+                            ofo_quickack=True),
                     nic=Nic(model=model, mtu=1496, rate_bps=30_000_000_000, drop_reason=reason),
                     path=(Hop("veth", rate_bps=30_000_000_000, delay_ns=25_000, queue_packets=1000),),
                     duration_ns=100_000_000, trace_limit=5000)
@@ -349,13 +351,13 @@ def report001(model: str, reason="EPROTONOSUPPORT", tso_retransmits=False):
 
 @pytest.mark.parametrize("reason, code", [("EPROTONOSUPPORT", codes.DROP_GSO_EPROTONOSUPPORT),
                                           ("EINVAL", codes.DROP_GSO_EINVAL)])
-def test_report001_gso_drops_cost_two_orders_of_magnitude(reason, code):
-    # (the seed's 15000x is not reproduced: with PRR's kernel rules the flow finds a cwnd 2-4 regime where
-    # every skb is one MSS; see tests/test_reports_mpls.py)
+def test_report001_gso_drops_cost_three_orders_of_magnitude(reason, code):
+    # (the 4.x receiver's quick ACKs after out-of-order data ack one segment at a time; the first 2-MSS
+    # quota sends only GSO skbs, all dropped, and nothing reaches the receiver until the loss probe)
     healthy = simulate(report001("hw-tso"))
     broken = simulate(report001("drop-gso", reason))
     assert healthy.goodput_bps > 20e9
-    assert broken.goodput_bps * 100 <= healthy.goodput_bps
+    assert broken.goodput_bps * 1000 <= healthy.goodput_bps
     assert broken.delivered_bytes > 0                     # single-segment sends still get through
     assert broken.drops == {codes.DROP_NAMES[code]: broken.drops[codes.DROP_NAMES[code]]}
     sender = broken.at("sender")
@@ -474,3 +476,30 @@ def test_fack_marks_all_but_three_below_the_highest_sack():
     K, W = _world(units, P_FACK=0)
     K._mark_lost.py_func(W, 0, 0)
     assert _lost(K, W) == []
+
+
+@pytest.mark.parametrize("ofo", [False, True])
+def test_quick_ack_mode_reentered_on_duplicates_and_before_4_18_on_out_of_order_data(ofo):
+    """tcp_data_queue: duplicate data -> tcp_enter_quickack_mode in every version; out-of-order or partial
+    data too before 4.18 (a3893637e1eb). Quick ACKs refill to min(rwnd / (2 rcv_mss), 16)."""
+    from offloadkit.engine import tcp as K
+    from offloadkit.simulate import _params
+    W = K.make_world(*_params(Scenario(tcp=Tcp(ofo_quickack=ofo), bytes_per_flow=100 * 1448)))
+    K._init(W)
+    F = W.F
+    m, r0 = int(F[0, K.F_RCV_MSS]), int(F[0, K.F_RCV_NXT])
+    F[0, K.F_QUICK] = 0                                           # the first quick ACKs are used up
+
+    def rcv(a, b):
+        K._rcv_data(W, 0, r0 + a * m, r0 + b * m, 1, 0)
+        return int(W.G[K.G_ACKS])
+
+    assert rcv(0, 1) == 0                                         # one in-order MSS: delayed ACK
+    assert rcv(2, 3) == 1                                         # out of order: immediate, every version
+    assert rcv(1, 2) == 2                                         # fills the hole
+    assert rcv(3, 4) == (3 if ofo else 2)                         # one MSS unacked: quick ACK only < 4.18
+    assert F[0, K.F_QUICK] == (16 - 3 if ofo else 0)
+    F[0, K.F_QUICK] = 0
+    n = rcv(0, 1)                                                 # a duplicate: immediate, enters quick-ACK
+    assert F[0, K.F_QUICK] == 15
+    assert rcv(4, 5) == n + 1                                     # the next lone MSS is acked at once

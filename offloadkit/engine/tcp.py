@@ -31,8 +31,10 @@ Per flow, what the loop models (Linux, spec §1-§3):
 - Receiver TCP: reassembly (rcv_nxt + out-of-order intervals), an ACK per
   delivered packet when it is out of order, fills a hole, the receiver is in
   quick-ACK mode (first 16 ACKs) or more than one full segment is unacked;
-  otherwise the delayed-ACK timer. SACK blocks (3 with timestamps, else 4):
-  the most recently changed block first. TSecr echoes the last in-order TSval.
+  otherwise the delayed-ACK timer. Duplicate data re-enters quick-ACK mode
+  (``tcp_enter_quickack_mode``: up to min(rwnd / 2 rcv_mss, 16) quick ACKs);
+  with ``P_OFO_QUICK`` (Linux < 4.18) so does out-of-order or partial data.
+  SACK blocks (3 with timestamps, else 4): the most recently changed block first. TSecr echoes the last in-order TSval.
   ACKs return over the reverse path's propagation delay, without loss.
 - Sender ACK processing: cumulative ACK, SACK scoreboard per MSS unit (a unit
   counts as SACKed only when fully covered, as ``tcp_match_skb_to_sack``
@@ -87,7 +89,7 @@ from .segment import (NIC_DROP_GSO, NIC_SW_GSO, nic_chunk_size, nic_effective, s
  P_DELACK, P_DELACK_NS, P_QUICK, P_RWND, P_TSO, P_GSO, P_NIC, P_NIC_RATE, P_GSO_MAX_SIZE, P_GSO_MAX_SEGS,
  P_GRO, P_BUDGET, P_NAPI_DELAY, P_GRO_MAX, P_REC_LIMIT, P_SAMPLE_NS, P_UCAP, P_OCAP, P_REV_DELAY,
  P_PSH_GSO, P_NHOPS, P_NPOINTS, P_PKCAP, P_AKCAP, P_HCAP, P_RXCAP, P_QCAP, P_BASE_RTT, P_MAX_EVENTS,
- P_SEED, P_RTX_TSO, P_REO_TIMER, P_PRR_UNA, P_RACK_TIME, P_FACK, P_LEN) = range(48)
+ P_SEED, P_RTX_TSO, P_REO_TIMER, P_PRR_UNA, P_RACK_TIME, P_FACK, P_OFO_QUICK, P_LEN) = range(49)
 CC_NEWRENO, CC_CUBIC = 0, 1
 GRO_MODE_OFF, GRO_MODE_GRO, GRO_MODE_LRO = 0, 1, 2
 
@@ -1228,6 +1230,20 @@ def _ooo_insert(W, f, s, e):
 
 
 @njit(cache=True, _nrt=False)
+def _enter_quickack(W, f):
+    """tcp_enter_quickack_mode -> tcp_incr_quickack: quick = max(quick, min(rcv_wnd / (2 rcv_mss), max)),
+    at least 2 when the window holds less than two segments."""
+    P = W.P
+    F = W.F
+    q = P[P_RWND] // (2 * F[f, F_RCV_MSS])
+    if q == 0:
+        q = 2
+    q = min(q, P[P_QUICK])
+    if q > F[f, F_QUICK]:
+        F[f, F_QUICK] = q
+
+
+@njit(cache=True, _nrt=False)
 def _rcv_data(W, f, seq, end, tsval, now):
     """tcp_data_queue + __tcp_ack_snd_check for one post-GRO packet."""
     P = W.P
@@ -1240,7 +1256,10 @@ def _rcv_data(W, f, seq, end, tsval, now):
         F[f, F_RCV_MSS] = seg_len
     if end <= rcv:
         ack_now = True                                              # duplicate (D-SACK)
+        _enter_quickack(W, f)
     elif seq <= rcv:
+        if seq < rcv and P[P_OFO_QUICK]:
+            _enter_quickack(W, f)                                   # partial packet (< 4.18)
         new = end
         base = f * P[P_OCAP]
         n = F[f, F_ON]
@@ -1265,6 +1284,8 @@ def _rcv_data(W, f, seq, end, tsval, now):
         if had_ooo:
             ack_now = True
     else:
+        if P[P_OFO_QUICK]:
+            _enter_quickack(W, f)                                   # out of order (< 4.18)
         _ooo_insert(W, f, seq, end)
         ack_now = True
     if not ack_now:
