@@ -33,7 +33,7 @@ from ..simulate import simulate
 from ..trace import Trace
 from . import tcpsetup
 from .facts import load_facts
-from .presets import Fit, Knob, PresetRun, Variant, settings_for
+from .presets import Fit, Knob, PresetRun, Variant, fit_rate, settings_for
 from .table import Reproduction
 
 REPORT = "mpls"
@@ -116,14 +116,8 @@ def calibrate() -> dict[str, Fit]:
     """Solve the veth data rate from the healthy throughput (fixed-point iteration on the rate)."""
     s = settings_for(KNOBS, VARIANTS, "healthy", {})
     target = float(_F.value("throughput_healthy_veth_Mbps")) * 1e6
-    rate = target * 1538 / 1448
-    for _ in range(20):
-        got = _simulate(scenario(dict(s, rate_bps=rate))).goodput_bps
-        if abs(got - target) <= 2e-3 * target:
-            break
-        rate *= target / got
-    else:
-        raise ValueError(f"the veth-rate fit did not converge ({got / 1e6:.0f} Mb/s vs {target / 1e6:.0f})")
+    rate = fit_rate(lambda r: _simulate(scenario(dict(s, rate_bps=r))).goodput_bps, target,
+                    target * 1538 / 1448, 2e-3, "veth-rate", " bit/s")
     return {"veth_rate_bps": Fit("veth_rate_bps", float(round(rate)), "bit/s", "throughput_healthy_Mbps",
                                  "fixed-point iteration: rate *= 30000 Mb/s / simulated healthy goodput",
                                  prior=float(_F.value("link_rate_Gbps")) * 1e9)}

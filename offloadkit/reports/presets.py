@@ -183,6 +183,19 @@ def bisect(f: Callable[[float], float], target: float, lo: float, hi: float, rel
     return (lo + hi) / 2
 
 
+def fit_rate(goodput: Callable[[float], float], target: float, start: float, rel: float,
+             what: str, unit: str = "") -> float:
+    """The link rate at which ``goodput(rate)`` equals ``target``: fixed-point iteration
+    ``rate *= target / goodput(rate)`` (goodput is close to proportional to the rate)."""
+    rate = start
+    for _ in range(20):
+        got = goodput(rate)
+        if abs(got - target) <= rel * target:
+            return rate
+        rate *= target / got
+    raise ValueError(f"the {what} fit did not converge ({got:.4g} vs {target:.4g}{unit})")
+
+
 # ------------------------------------------------------------------ report-independent access
 def get(report_id: str):
     """The preset module of a report (``vlan-nat`` -> ``offloadkit.reports.vlan_nat``)."""

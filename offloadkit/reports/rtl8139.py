@@ -34,7 +34,7 @@ from ..simulate import simulate
 from ..trace import Trace
 from . import tcpsetup
 from .facts import load_facts
-from .presets import Fit, Knob, PresetRun, Variant, settings_for
+from .presets import Fit, Knob, PresetRun, Variant, fit_rate, settings_for
 from .table import Reproduction, Tolerance
 
 REPORT = "rtl8139"
@@ -109,14 +109,8 @@ def calibrate() -> dict[str, Fit]:
     """Solve the access-link rate from the TSO-off throughput (fixed-point iteration on the rate)."""
     s = settings_for(KNOBS, VARIANTS, "workaround", {})
     target = float(_F.value("throughput_tso_off_kBps"))
-    rate = target * KB * 8 * 1500 / 1440          # start: the payload rate plus header overhead
-    for _ in range(20):
-        got = _goodput_kBps(s, rate)
-        if abs(got - target) <= 1e-4 * target:
-            break
-        rate *= target / got
-    else:
-        raise ValueError(f"the link-rate fit did not converge ({got:.1f} KB/s vs {target})")
+    rate = fit_rate(lambda r: _goodput_kBps(s, r), target, target * KB * 8 * 1500 / 1440,  # payload + headers
+                    1e-4, "link-rate", " KB/s")
     return {"link_rate_bps": Fit("link_rate_bps", float(round(rate)), "bit/s", "throughput_tso_off_kBps",
                                  "fixed-point iteration: rate *= 723 KB/s / simulated TSO-off goodput",
                                  prior=float(_F.value("link_down_Mbps")) * 1e6)}
