@@ -228,29 +228,34 @@ def _heap_pop(W):
 
 
 @njit(cache=True, _nrt=False)
-def _pk_alloc(W):
-    G = W.G
-    if G[G_FTOP] == 0:
-        G[G_OVERFLOW] |= 2
+def _pop_free(G, top, stack, overflow_bit):
+    """An index from the free list ``stack`` holding ``G[top]`` entries; -1 (and an overflow flag) when empty."""
+    if G[top] == 0:
+        G[G_OVERFLOW] |= overflow_bit
         return -1
-    G[G_FTOP] -= 1
-    return W.FREE[G[G_FTOP]]
+    G[top] -= 1
+    return stack[G[top]]
+
+
+@njit(cache=True, _nrt=False)
+def _push_free(G, top, stack, idx):
+    stack[G[top]] = idx
+    G[top] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _pk_alloc(W):
+    return _pop_free(W.G, G_FTOP, W.FREE, 2)
 
 
 @njit(cache=True, _nrt=False)
 def _pk_free(W, pid):
-    W.FREE[W.G[G_FTOP]] = pid
-    W.G[G_FTOP] += 1
+    _push_free(W.G, G_FTOP, W.FREE, pid)
 
 
 @njit(cache=True, _nrt=False)
 def _ak_alloc(W):
-    G = W.G
-    if G[G_ATOP] == 0:
-        G[G_OVERFLOW] |= 4
-        return -1
-    G[G_ATOP] -= 1
-    return W.AFREE[G[G_ATOP]]
+    return _pop_free(W.G, G_ATOP, W.AFREE, 4)
 
 
 @njit(cache=True, _nrt=False)
@@ -1593,8 +1598,7 @@ def run_kernel(W):
             f = W.AK[a, AK_FLOW]
             _on_ack(W, f, a, t)
             _rec_ack(W, 0, t, a)
-            W.AFREE[G[G_ATOP]] = a
-            G[G_ATOP] += 1
+            _push_free(G, G_ATOP, W.AFREE, a)
         elif kind == EV_POLL:
             _poll(W, t)
         elif kind == EV_TIMER:
