@@ -16,7 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from offloadkit.engine import cpu, cpu_paths as P  # noqa: E402
+from offloadkit.engine import cpu
+from offloadkit.sim import host_paths as P  # noqa: E402
 from reference import cpu_ref  # noqa: E402
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from offloadkit import simulate as S  # noqa: E402
+from offloadkit.sim import simulate as S  # noqa: E402
 from offloadkit.engine import tcp as K  # noqa: E402
-from offloadkit.model import Hop, Nic, Receiver, Scenario, Tcp  # noqa: E402
+from offloadkit.sim.scenario import Hop, Nic, Receiver, Scenario, Tcp  # noqa: E402
 from reference import tcp_ref  # noqa: E402
 
 

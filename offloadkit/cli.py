@@ -9,6 +9,8 @@ import argparse
 import importlib
 import sys
 
+from .errors import UsageError
+
 VERBS = {
     "segment": "segment super-packets of a capture as Linux GSO would",
     "gro": "aggregate a capture's packets as Linux GRO would",
@@ -19,10 +21,6 @@ VERBS = {
     "doctor": "diagnose offload pathologies in a capture",
     "lab": "run the same knobs on the real Linux kernel (root, namespaces)",
 }
-
-
-class UsageError(Exception):
-    """A user mistake: printed as one line, exit status 2."""
 
 
 def _available(only: str | None = None) -> dict[str, object]:

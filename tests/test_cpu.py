@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from offloadkit import codes
 from offloadkit.engine import checksum as csum
 from offloadkit.engine import cpu
-from offloadkit.engine import cpu_paths as P
+from offloadkit.sim import host_paths as P, hosts
 from reference import cpu_ref
 
 SEED004 = {"gro_off_ct0": 940, "gro_off_ct1": 666, "gro_on_ct0": 575, "gro_on_ct1": 579}
@@ -30,16 +30,16 @@ def router_cells(router_trace):
 
 # ------------------------------------------------------------------ host profiles
 def test_required_hosts_exist_and_load():
-    hosts = cpu.list_hosts()
+    names = hosts.list_hosts()
     for name in ("bcm4708-router", "x86-2009-myri10ge", "x86-2016-vm-host", "x86-2016-veth"):
-        assert name in hosts
-        h = cpu.load_host(name)
+        assert name in names
+        h = hosts.load_host(name)
         assert h.clock_hz > 0 and h.link_bps > 0 and h.csum_ns_per_byte > 0 and h.stages
 
 
-@pytest.mark.parametrize("name", cpu.list_hosts())
+@pytest.mark.parametrize("name", hosts.list_hosts())
 def test_every_constant_has_source_and_estimates_have_derivation(name):
-    raw = json.loads((cpu.HOSTS_DIR / f"{name}.json").read_text())
+    raw = json.loads((hosts.hosts_dir() / f"{name}.json").read_text())
     consts = [v for v in raw.values() if isinstance(v, dict) and "value" in v]
     consts += list(raw.get("memory", {}).values())
     consts += [c for s in raw["stages"].values() for c in s["costs"]]
@@ -49,14 +49,14 @@ def test_every_constant_has_source_and_estimates_have_derivation(name):
         assert c["status"] in ("published", "estimated"), c
         if c["status"] == "estimated":
             assert c.get("derivation", "").strip(), c
-    table = cpu.load_host(name).constants_table()
+    table = hosts.load_host(name).constants_table()
     assert table["source"].map(bool).all()
 
 
 def test_unknown_host_and_parameter_are_actionable():
     with pytest.raises(ValueError, match="available"):
-        cpu.load_host("no-such-host")
-    h = cpu.load_host("x86-2009-myri10ge")
+        hosts.load_host("no-such-host")
+    h = hosts.load_host("x86-2009-myri10ge")
     with pytest.raises(ValueError, match="cache_bytes"):
         h.with_(cache_size=1)
     assert h.with_(cache_bytes=1e6).memory["cache_bytes"] == 1e6
@@ -66,7 +66,7 @@ def test_unknown_host_and_parameter_are_actionable():
 
 # ------------------------------------------------------------------ charging
 def test_charge_multiplies_each_cost_by_its_unit_count():
-    h = cpu.load_host("bcm4708-router")
+    h = hosts.load_host("bcm4708-router")
     rec = cpu.charge(h, "driver_tx", packets_in=10, packets_out=10, bytes_in=14480,
                      counts={"csum_help": 3}, csum_bytes=4440)
     spec = {c.symbol: c for c in h.stages["driver_tx"].costs}
@@ -77,13 +77,13 @@ def test_charge_multiplies_each_cost_by_its_unit_count():
 
 
 def test_charge_refuses_a_cost_unit_the_path_did_not_count():
-    h = cpu.load_host("bcm4708-router")
+    h = hosts.load_host("bcm4708-router")
     with pytest.raises(ValueError, match="csum_help"):
         cpu.charge(h, "driver_tx", packets_in=1, packets_out=1, bytes_in=1)
 
 
 def test_no_checksum_cost_without_recorded_passes():
-    h = cpu.load_host("bcm4708-router")
+    h = hosts.load_host("bcm4708-router")
     for stage in h.stages:
         assert all(c.symbol != cpu.CSUM_SYMBOL for c in h.stages[stage].costs)
 
@@ -156,7 +156,7 @@ def test_router_conservation_and_packet_counts(router_cells, router_trace):
 
 def test_router_checksum_passes_are_the_recorded_ones(router_trace):
     from offloadkit.engine import gro
-    h = cpu.load_host("bcm4708-router")
+    h = hosts.load_host("bcm4708-router")
     for g in (False, True):
         for ct in (False, True):
             r = P.router_forward(router_trace, gro=g, nf_conntrack_checksum=ct)
@@ -177,7 +177,7 @@ def test_router_checksum_passes_are_the_recorded_ones(router_trace):
 
 def test_router_matches_per_packet_reference(router_trace):
     from offloadkit.engine import gro
-    h = cpu.load_host("bcm4708-router")
+    h = hosts.load_host("bcm4708-router")
     for g, ct in ((False, True), (True, False)):
         r = P.router_forward(router_trace, gro=g, nf_conntrack_checksum=ct)
         res = gro.gro(router_trace, gro.GroParams(enabled=g, rx_csum="none"))
@@ -227,7 +227,7 @@ def test_router_tso_and_tx_csum_remove_passes(router_trace):
 @given(st.floats(0.05, 8.0), st.floats(0.0, 4.0), st.booleans())
 def test_more_checksum_cost_never_faster(c1, extra, gro_on):
     t = cpu.arrival_trace(1e9, 1448, 2, packets=600, vlan=True)
-    h = cpu.load_host("bcm4708-router")
+    h = hosts.load_host("bcm4708-router")
     a = P.router_forward(t, h.with_(csum_ns_per_byte=c1), gro=gro_on)
     b = P.router_forward(t, h.with_(csum_ns_per_byte=c1 + extra), gro=gro_on)
     assert b.rate_bps <= a.rate_bps * (1 + 1e-12)
@@ -251,12 +251,12 @@ def test_more_checksum_passes_never_faster(gro_on, flows):
 def test_higher_per_packet_cost_never_makes_gro_less_useful(stage, factor, path):
     if path == "router":
         t = cpu.arrival_trace(1e9, 1448, 2, packets=800, vlan=True)
-        h = cpu.load_host("bcm4708-router")
+        h = hosts.load_host("bcm4708-router")
         run = lambda host, g: P.router_forward(t, host, gro=g)
     else:
         stage = {"conntrack": "tcp", "nat": "socket_copy", "egress": "ip", "driver_tx": "tcp"}.get(stage, stage)
         t = cpu.arrival_trace(20e9, 1448, 2, packets=800, csum_state=codes.CSUM_UNNECESSARY)
-        h = cpu.load_host("x86-2016-veth")
+        h = hosts.load_host("x86-2016-veth")
         run = lambda host, g: P.local_receive(t, host, gro=g)
     saving = lambda host: run(host, False).ns_per_byte() - run(host, True).ns_per_byte()
     hi = h.scale_stage(stage, factor, per="packet")
@@ -266,14 +266,14 @@ def test_higher_per_packet_cost_never_makes_gro_less_useful(stage, factor, path)
 @settings(max_examples=8, deadline=None)
 @given(st.floats(1e6, 3e7), st.floats(1.0, 4.0))
 def test_larger_cache_never_moves_the_splice_cliff_to_fewer_sessions(cache, grow):
-    h = cpu.load_host("x86-2009-myri10ge")
+    h = hosts.load_host("x86-2009-myri10ge")
     small = P.splice_cliff(h.with_(cache_bytes=cache), hi=20000, packets=1200)
     large = P.splice_cliff(h.with_(cache_bytes=cache * grow), hi=20000, packets=1200)
     assert large >= small
 
 
 def test_splice_cliff_moves_with_cache_and_footprint():
-    h = cpu.load_host("x86-2009-myri10ge")
+    h = hosts.load_host("x86-2009-myri10ge")
     base = P.splice_cliff(h, hi=20000, packets=1200)
     assert 700 <= base <= 1000                                    # "below 800-1000 concurrent sessions"
     assert P.splice_cliff(h.with_(cache_bytes=2 * h.memory["cache_bytes"]), hi=20000, packets=1200) > 1.6 * base
@@ -297,7 +297,7 @@ def test_report_003_mechanism():
 
 
 def test_splice_more_sessions_raise_allocation_cost():
-    h = cpu.load_host("x86-2009-myri10ge")
+    h = hosts.load_host("x86-2009-myri10ge")
     per_byte = []
     for s in (50, 400, 1200, 3000):
         t = cpu.arrival_trace(10e9, 1448, s, packets=3000)

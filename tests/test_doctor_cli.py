@@ -15,7 +15,7 @@ from test_doctor_flows import on_wire, transfer, with_resends
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_PCAPS = sorted((ROOT / "tests" / "data").glob("*.pcap*"))
-REAL_PCAPS = sorted((ROOT / "data" / "captures").glob("*/*.pcap"))
+REAL_PCAPS = sorted((ROOT / "offloadkit" / "data" / "captures").glob("*/*.pcap"))
 
 
 @pytest.fixture(scope="module")
@@ -97,9 +97,9 @@ def test_real_kernel_captures_raise_no_alarm(path):
 
 
 def test_real_capture_sides_are_inferred():
-    d = diagnose_file(ROOT / "data" / "captures" / "ts-mtu1500" / "router-in.pcap")
+    d = diagnose_file(ROOT / "offloadkit" / "data" / "captures" / "ts-mtu1500" / "router-in.pcap")
     assert {f["side"] for f in d.flows} == {"sender"}
-    d = diagnose_file(ROOT / "data" / "captures" / "ts-mtu1500" / "rcv.pcap")
+    d = diagnose_file(ROOT / "offloadkit" / "data" / "captures" / "ts-mtu1500" / "rcv.pcap")
     assert {f["side"] for f in d.flows} == {"receiver"}
 
 

@@ -95,7 +95,7 @@ def test_diagnose_file_on_mutated_captures(tmp_path):
     from pathlib import Path
     from offloadkit.doctor import diagnose_file
     root = Path(__file__).resolve().parents[1]
-    files = sorted((root / "tests" / "data").glob("*.pcap*")) + [root / "data/captures/ts-mtu1500/rcv.pcap"]
+    files = sorted((root / "tests" / "data").glob("*.pcap*")) + [root / "offloadkit/data/captures/ts-mtu1500/rcv.pcap"]
     rng = np.random.default_rng(7)
     n_ok = 0
     for i in range(300):

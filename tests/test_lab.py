@@ -15,7 +15,7 @@ import pytest
 
 from offloadkit.lab import REFUSAL, LabSettings, safety
 from offloadkit.lab.runner import _tcpdump_stats
-from offloadkit.lab.topology import _size
+from offloadkit.units import parse_size
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,7 +62,7 @@ def test_expected_payload_is_the_kernel_formula(kw):
 
 
 def test_sizes_and_tcpdump_counters_are_read():
-    assert _size("4M") == 4 << 20 and _size("64k") == 65536 and _size(1000) == 1000
+    assert parse_size("4M") == 4_000_000 and parse_size("64KiB") == 65536 and parse_size(1000) == 1000
     text = ("tcpdump: listening on oklrin0, link-type EN10MB (Ethernet), snapshot length 128 bytes\n"
             "63 packets captured\n145 packets received by filter\n2 packets dropped by kernel\n")
     assert _tcpdump_stats(text) == {"captured": 63, "received": 145, "dropped": 2}

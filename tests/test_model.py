@@ -1,7 +1,8 @@
 """Scenario validation: every bad value gives a message a student can act on."""
 import pytest
 
-from offloadkit.model import Hop, Nic, Receiver, Scenario, Tcp, parse_rate, parse_size, parse_time
+from offloadkit.sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
+from offloadkit.units import parse_rate, parse_size, parse_time
 
 
 def test_mss_that_does_not_fit_names_the_room_left():

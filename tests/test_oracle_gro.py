@@ -40,7 +40,7 @@ from offloadkit.lab.compare import run_verb, verb_available
 from offloadkit.lab.grid import load_case
 from offloadkit.lab.packets import read_headers
 
-CAPS = Path(__file__).resolve().parents[1] / "data" / "captures"
+CAPS = Path(__file__).resolve().parents[1] / "offloadkit" / "data" / "captures"
 CASES = sorted(p.parent.name for p in CAPS.glob("*/settings.json"))
 GRO_CASES = [n for n in CASES if load_case(CAPS / n)["settings"]["gro"]]
 NO_GRO_CASES = [n for n in CASES if not load_case(CAPS / n)["settings"]["gro"]]

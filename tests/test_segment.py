@@ -328,7 +328,7 @@ def test_seed_000_guest_super_packets_become_the_macvtap_pattern():
 
     from offloadkit.engine.path import Hop, apply_hop
     from offloadkit.io.tcpdump import parse
-    data = Path(__file__).resolve().parents[1] / "data" / "reports"
+    data = Path(__file__).resolve().parents[1] / "offloadkit" / "data" / "reports"
     guest = parse((data / "rtl8139_guest.txt").read_text())
     mac = parse((data / "rtl8139_macvtap.txt").read_text())
     gso = sg.mss_from_mtu(1500, clamp=1452)                        # peer MSS 1452, timestamps -> 1440

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from offloadkit import codes
 from offloadkit.cli import main
-from offloadkit.model import Hop, Nic, Receiver, Scenario, Tcp
-from offloadkit.simulate import simulate
+from offloadkit.sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
+from offloadkit.sim.simulate import simulate
 from reference.tcp_ref import simulate_ref
 
 BIG = 50_000     # trace_limit large enough to keep every packet of the small runs
@@ -483,7 +483,7 @@ def test_quick_ack_mode_reentered_on_duplicates_and_before_4_18_on_out_of_order_
     """tcp_data_queue: duplicate data -> tcp_enter_quickack_mode in every version; out-of-order or partial
     data too before 4.18 (a3893637e1eb). Quick ACKs refill to min(rwnd / (2 rcv_mss), 16)."""
     from offloadkit.engine import tcp as K
-    from offloadkit.simulate import _params
+    from offloadkit.sim.simulate import _params
     W = K.make_world(*_params(Scenario(tcp=Tcp(ofo_quickack=ofo), bytes_per_flow=100 * 1448)))
     K._init(W)
     F = W.F

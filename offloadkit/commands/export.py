@@ -17,7 +17,7 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from ..cli import UsageError
+    from ..errors import UsageError
     from ..io.pcap import write_pcap
     if args.n < 0:
         raise UsageError(f"-n {args.n}: give a number of packets >= 0 (0 writes all)")

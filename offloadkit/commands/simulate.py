@@ -8,9 +8,10 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from ..cli import UsageError
+from ..errors import UsageError
 from ..engine.segment import NIC_MODELS
-from ..model import Scenario, parse_rate, parse_size, parse_time
+from ..sim.scenario import Scenario
+from ..units import parse_rate, parse_size, parse_time
 
 
 def configure(parser) -> None:
@@ -73,7 +74,7 @@ def _sizes(sizes: dict[int, int], top: int = 4) -> str:
 
 
 def run(args) -> int:
-    from ..simulate import simulate
+    from ..sim.simulate import simulate
     result = simulate(scenario_from_args(args))
     if args.json:
         print(json.dumps(result.summary(), indent=1))

@@ -27,7 +27,7 @@ def configure(parser) -> None:
 def preset_packets(args):
     """(module, PresetRun, point, Trace of the packets tcpdump at that point would see)."""
     from .. import codes
-    from ..cli import UsageError
+    from ..errors import UsageError
     from ..reports import presets
     if args.report not in REPORT_IDS:
         raise UsageError(f"unknown report {args.report!r}; the reports are {', '.join(REPORT_IDS)}")
@@ -55,7 +55,7 @@ def listing(mod) -> str:
 
 
 def run(args) -> int:
-    from ..cli import UsageError
+    from ..errors import UsageError
     from ..io.tcpdump import render
     from ..reports import presets
     if args.list:

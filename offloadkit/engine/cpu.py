@@ -1,6 +1,6 @@
 """Host CPU model: host profiles, per-stage cost charging, CPU-limited rate, perf-style profile.
 
-A *path* (see :mod:`offloadkit.engine.cpu_paths`) runs the real engine functions
+A *path* (see :mod:`offloadkit.sim.host_paths`) runs the real engine functions
 (GRO, LRO, checksum, software GSO) on a Trace of packets arriving at the host NIC
 and reports, for every stage, what the stage saw: packets in and out, payload
 bytes, other event counts (allocations, splice calls, ...) and the checksum
@@ -18,9 +18,7 @@ Checksum costs are charged only from recorded passes (``csum_bytes``), at
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
 from numba import njit
@@ -28,7 +26,6 @@ from numba import njit
 from .. import codes
 from ..trace import Trace
 
-HOSTS_DIR = Path(__file__).resolve().parents[2] / "data" / "hosts"
 WIRE_EXTRA_BYTES = 24           # FCS 4 + preamble/SFD 8 + inter-frame gap 12
 MAX_TCP_HEADER = 320            # room TCP keeps for headers when sizing GSO packets (4.x, 64-bit)
 CSUM_SYMBOL = "csum_partial"
@@ -114,60 +111,6 @@ class HostProfile:
                                  unit=f"ns/{c.per}", status=c.status, source=c.source,
                                  derivation=c.derivation))
         return pd.DataFrame(rows, columns=["name", "value", "unit", "status", "source", "derivation"])
-
-
-def list_hosts() -> list[str]:
-    return sorted(p.stem for p in HOSTS_DIR.glob("*.json"))
-
-
-def _const(d: dict, key: str, where: str) -> float:
-    try:
-        rec = d[key]
-        return float(rec["value"])
-    except (KeyError, TypeError):
-        raise ValueError(f"{where}: missing constant {key!r} (an object with value/unit/source)") from None
-
-
-def load_host(name: str | Path) -> HostProfile:
-    """Load a host profile by name (``list_hosts()``) or path."""
-    path = Path(name)
-    if not path.suffix:
-        path = HOSTS_DIR / f"{name}.json"
-    if not path.exists():
-        raise ValueError(f"no host profile {str(name)!r}; available: {list_hosts()}")
-    d = json.loads(path.read_text())
-    where = path.name
-    consts = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and "value" in v:
-            consts[k] = v
-    mem_raw = d.get("memory", {})
-    memory = {k: float(v["value"]) for k, v in mem_raw.items()}
-    consts.update({f"memory.{k}": v for k, v in mem_raw.items()})
-    miss_ns = memory.get("miss_ns", 0.0)
-    stages = {}
-    for sname, sd in d["stages"].items():
-        costs = []
-        for c in sd["costs"]:
-            if "source" not in c:
-                raise ValueError(f"{where}: stage {sname} symbol {c.get('symbol')} has no source")
-            if c["per"] == "miss_line":
-                value = float(c["weight"]) * miss_ns
-            else:
-                value = float(c["value"])
-            costs.append(Cost(c["symbol"], c["per"], value, c.get("status", "estimated"),
-                              c["source"], c.get("derivation", "")))
-        stages[sname] = StageSpec(sname, sd["context"], tuple(costs))
-    contexts = {k: int(v["cores"]) for k, v in d["contexts"].items()}
-    for s in stages.values():
-        if s.context not in contexts:
-            raise ValueError(f"{where}: stage {s.name} runs in unknown context {s.context!r}")
-    return HostProfile(
-        name=d["name"], title=d["title"], report=d.get("report", ""),
-        clock_hz=_const(d, "clock_hz", where), cores=int(_const(d, "cores", where)),
-        perf_cpus=int(_const(d, "perf_cpus", where)), link_bps=_const(d, "link_bps", where),
-        csum_ns_per_byte=_const(d, "csum_ns_per_byte", where),
-        contexts=contexts, stages=stages, memory=memory, constants=consts)
 
 
 # ---------------------------------------------------------------- charging

@@ -2,7 +2,7 @@
 
 One njit event loop (``run_kernel``) over plain arrays: a binary heap of
 events in a numpy array, packet and ACK pools, a per-flow scoreboard ring of
-MSS units. ``offloadkit.simulate`` packs a Scenario into these arrays and
+MSS units. ``offloadkit.sim.simulate`` packs a Scenario into these arrays and
 turns the recorded rows into Traces.
 
 Per flow, what the loop models (Linux, spec §1-§3):
@@ -1704,7 +1704,7 @@ def sizes(flows: int, mss_min: int, rwnd: int, queue_pkts_total: int, qcap: int,
 
 def warmup() -> None:
     """Compile the loop with a tiny scenario (and load it from the cache afterwards)."""
-    from ..simulate import simulate
-    from ..model import Hop, Scenario
+    from ..sim.simulate import simulate
+    from ..sim.scenario import Hop, Scenario
     simulate(Scenario(path=(Hop(rate_bps=10_000_000, delay_ns=1_000_000, loss=0.01),), bytes_per_flow=30_000,
                       trace_limit=50))

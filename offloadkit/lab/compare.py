@@ -118,7 +118,8 @@ def try_on_kernel(settings: LabSettings, capture_dir: str | Path | None = None) 
 
 def scenario_for(settings: LabSettings):
     """The kit's simulation Scenario closest to a lab experiment (router-out is the one hop)."""
-    from ..model import Hop, Nic, Receiver, Scenario, Tcp, parse_rate, parse_time
+    from ..sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
+    from ..units import parse_rate, parse_time
     clamps = [c for c in (settings.mss, settings.clamp) if c]
     hop = Hop(name="router-out", rate_bps=parse_rate(settings.rate) if settings.rate else 10**10,
               delay_ns=parse_time(settings.delay) if settings.delay else 20_000,
@@ -135,7 +136,7 @@ def scenario_for(settings: LabSettings):
 def simulate_for(settings: LabSettings) -> dict:
     """The simulation's segment sizes per point and goodput, or {"note": why not}."""
     try:
-        from ..simulate import simulate
+        from ..sim.simulate import simulate
     except ImportError as e:
         return {"note": f"the simulation is not available ({e})"}
     try:

@@ -20,21 +20,12 @@ import shlex
 import subprocess
 from dataclasses import dataclass, field, asdict
 
+from ..units import parse_size
 from . import safety
 
 SENDER_NET, RECEIVER_NET = "198.18.1", "198.18.2"
 IPERF_PORT = 5201
 IPV4_TCP_HDR = 40
-
-
-def _size(text: str | int | None) -> int | None:
-    """'4M' -> 4194304, '64K' -> 65536, 1000 -> 1000."""
-    if text is None or isinstance(text, int):
-        return text
-    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)\s*", str(text))
-    if not m:
-        raise ValueError(f"cannot read size {text!r}: use a number with an optional K, M or G, e.g. 4M")
-    return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
 
 
 def _check_tc_word(name: str, value: str | None, pattern: str, example: str) -> None:
@@ -72,7 +63,7 @@ class LabSettings:
     extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "bytes", _size(self.bytes))
+        object.__setattr__(self, "bytes", None if self.bytes is None else parse_size(self.bytes))
         if self.topology not in ("router", "direct"):
             raise ValueError(f"topology {self.topology!r}: choose 'router' or 'direct'")
         for name in ("mtu", "path_mtu"):

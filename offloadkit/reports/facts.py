@@ -24,17 +24,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
+from ..resources import data_dir
 from .table import Tolerance, within
 
 REPORT_IDS = ("rtl8139", "mpls", "vxlan", "splice", "vlan-nat")
 KINDS = ("measured", "derived", "config")
 NOTES_FILE = "reports.md"  # the notes beside the seeds (shared/reports.md)
-
-
-def data_dir() -> Path:
-    """``$OFFLOADKIT_DATA`` if set, else the checkout's ``data/``."""
-    env = os.environ.get("OFFLOADKIT_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "data"
 
 
 @dataclass(frozen=True)

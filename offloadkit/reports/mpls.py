@@ -1,6 +1,6 @@
 """Report 001 (mpls): TCP over an MPLS-encap route collapses from ~30 Gb/s to a few Mb/s.
 
-Mechanism (``offloadkit.simulate`` with the ``drop-gso`` NIC model): before
+Mechanism (``offloadkit.sim.simulate`` with the ``drop-gso`` NIC model): before
 Linux 4.9, ``mpls_output()`` pushed the label without setting the inner
 protocol and veth had no ``mpls_features``, so every GSO skb went to software
 GSO in ``validate_xmit_skb()`` and was freed: ``-EPROTONOSUPPORT`` without the
@@ -28,8 +28,8 @@ from __future__ import annotations
 import functools
 
 from .. import codes
-from ..model import Hop, Nic, Receiver, Scenario, Tcp
-from ..simulate import simulate
+from ..sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
+from ..sim.simulate import simulate
 from ..trace import Trace
 from . import tcpsetup
 from .facts import load_facts

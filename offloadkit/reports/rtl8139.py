@@ -1,6 +1,6 @@
 """Report 000 (rtl8139): a QEMU guest with 8139cp and TSO is ~10x slower behind a PPPoE link.
 
-Mechanism (``offloadkit.simulate`` with the ``rtl8139-legacy`` NIC model): the
+Mechanism (``offloadkit.sim.simulate`` with the ``rtl8139-legacy`` NIC model): the
 peer's MSS option is 1452 (router clamp), so with timestamps the guest's
 gso_size is 1440 and TSO builds 2880-byte skbs. QEMU's RTL8139C+ emulation
 (before QEMU 7.2) ignores the descriptor MSS and cuts 1500 - 20 - 32 = 1448
@@ -29,8 +29,8 @@ import numpy as np
 from .. import codes
 from ..engine.segment import tcp_forces_psh
 from ..io.tcpdump import render
-from ..model import Hop, Nic, Receiver, Scenario, Tcp
-from ..simulate import simulate
+from ..sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
+from ..sim.simulate import simulate
 from ..trace import Trace
 from . import tcpsetup
 from .facts import load_facts

@@ -1,6 +1,6 @@
 """Report 003 (splice): a splice() proxy hits a CPU cliff between 800 and 1000 sessions.
 
-Mechanism (``engine.cpu_paths.splice_proxy`` on ``data/hosts/x86-2009-myri10ge.json``):
+Mechanism (``engine.host_paths.splice_proxy`` on ``data/hosts/x86-2009-myri10ge.json``):
 myri10ge LRO (8 descriptors, 64 packets) feeds haproxy, which splices socket ->
 pipe -> socket; every received skb and every sent skb allocates (``__alloc_skb``,
 ``sk_stream_alloc_skb``, linear-to-page copies). Once the sessions' working set
@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import functools
 
-from ..engine import cpu, cpu_paths
+from ..engine import cpu
+from ..sim import host_paths, hosts
 from ..trace import Trace
 from .facts import load_facts
 from .presets import Fit, Knob, PresetRun, Variant, settings_for, settings_mss, solve_linear
@@ -91,13 +92,13 @@ def _path_kw(s: dict) -> dict:
 
 def _proxy(host, s: dict):
     trace = _arrivals(host.link_bps, settings_mss(s), s["sessions"], s["packets"])
-    return cpu_paths.splice_proxy(trace, host, sessions=s["sessions"], **_path_kw(s)), trace
+    return host_paths.splice_proxy(trace, host, sessions=s["sessions"], **_path_kw(s)), trace
 
 
 @functools.lru_cache(maxsize=1)
 def calibrate() -> dict[str, Fit]:
     """Solve the allocator's missed lines per allocation from the rate above the limit."""
-    host = cpu.load_host(HOST)
+    host = hosts.load_host(HOST)
     s = settings_for(KNOBS, VARIANTS, "broken", {})
     res, _ = _proxy(host, s)
     wire_bps = _F.value("throughput_above_Gbps") * 1e9
@@ -111,7 +112,7 @@ def calibrate() -> dict[str, Fit]:
 
 
 def fitted_host(fitted: bool = True, cache_bytes: float | None = None):
-    host = cpu.load_host(HOST)
+    host = hosts.load_host(HOST)
     if fitted:
         host = host.with_(alloc_miss_lines=calibrate()["alloc_miss_lines"].value)
     if cache_bytes is not None:
@@ -120,10 +121,10 @@ def fitted_host(fitted: bool = True, cache_bytes: float | None = None):
 
 
 def cliff(fitted: bool = True, **overrides) -> int:
-    """The fewest sessions at which the proxy is CPU-bound (``cpu_paths.splice_cliff``)."""
+    """The fewest sessions at which the proxy is CPU-bound (``host_paths.splice_cliff``)."""
     s = settings_for(KNOBS, VARIANTS, "broken", overrides)
     host = fitted_host(fitted, s["cache_bytes"])
-    return cpu_paths.splice_cliff(host, hi=20 * ABOVE_SESSIONS, rate_bps=host.link_bps, mss=settings_mss(s),
+    return host_paths.splice_cliff(host, hi=20 * ABOVE_SESSIONS, rate_bps=host.link_bps, mss=settings_mss(s),
                                   packets=min(s["packets"], 1200), **_path_kw(s))
 
 
@@ -135,10 +136,10 @@ def run(variant: str = "broken", **overrides) -> PresetRun:
 
     def build() -> Trace:
         if s["aggregation"] == "lro":
-            skbs = cpu_paths.run_lro(trace, descriptors=s["lro_descriptors"], max_pkts=s["lro_max_pkts"])
+            skbs = host_paths.run_lro(trace, descriptors=s["lro_descriptors"], max_pkts=s["lro_max_pkts"])
             skbs = skbs[0] if isinstance(skbs, tuple) else skbs
         else:
-            skbs, _ = cpu_paths.run_gro(trace, enabled=s["aggregation"] == "gro", rx_csum="unnecessary")
+            skbs, _ = host_paths.run_gro(trace, enabled=s["aggregation"] == "gro", rx_csum="unnecessary")
         t = Trace.concat([trace.with_point("nic"), skbs.with_point("lro")])
         return Trace(t.columns, t.points, {"report": REPORT, "variant": variant})
 

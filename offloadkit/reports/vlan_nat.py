@@ -1,6 +1,6 @@
 """Report 004 (vlan-nat): NAT forwarding on a BCM53xx router got 30-40 % slower with VLAN GRO.
 
-Mechanism (``engine.cpu_paths.router_forward`` on ``data/hosts/bcm4708-router.json``):
+Mechanism (``engine.host_paths.router_forward`` on ``data/hosts/bcm4708-router.json``):
 bgmac has no RX checksum, so with GRO on (VLAN GRO since 4.2) ``tcp4_gro_receive``
 checksums every payload (pass 1), the merged skb is segmented again in software
 on the way out (bgmac has no TSO) and bgmac's driver checksums every segment
@@ -29,7 +29,7 @@ from .. import codes
 
 from ..engine import checksum as csum
 from ..engine import cpu
-from ..engine import cpu_paths
+from ..sim import host_paths, hosts
 from ..trace import Trace
 from .facts import load_facts
 from .presets import Fit, Knob, PresetRun, Variant, settings_for, settings_mss, solve_linear
@@ -83,7 +83,7 @@ def _arrivals(link_bps: float, mss: int, sessions: int, packets: int) -> Trace:
 
 
 def _forward(trace: Trace, host, s: dict):
-    return cpu_paths.router_forward(
+    return host_paths.router_forward(
         trace, host, gro=s["gro"], nf_conntrack_checksum=s["conntrack_checksum"],
         rx_csum="unnecessary" if s["csum_offload"] else "none", tso=s["tso"],
         tx_csum_hw=s["csum_offload"] or s["tso"])
@@ -93,7 +93,7 @@ def _forward(trace: Trace, host, s: dict):
 def calibrate() -> dict[str, Fit]:
     """Solve the checksum cost per byte and the software-GSO cost per segment (see module doc)."""
     rf = load_facts(REPORT)
-    host = cpu.load_host(HOST)
+    host = hosts.load_host(HOST)
     base = settings_for(KNOBS, VARIANTS, "broken", {})
     trace = _arrivals(host.link_bps, settings_mss(base), base["sessions"], base["packets"])
 
@@ -124,7 +124,7 @@ def calibrate() -> dict[str, Fit]:
 
 
 def fitted_host(fitted: bool = True):
-    host = cpu.load_host(HOST)
+    host = hosts.load_host(HOST)
     if not fitted:
         return host
     fits = calibrate()
@@ -141,10 +141,10 @@ def run(variant: str = "broken", **overrides) -> PresetRun:
     res = _forward(trace, host, s)
 
     def build() -> Trace:
-        skbs, _ = cpu_paths.run_gro(trace, enabled=s["gro"], rx_csum="unnecessary" if s["csum_offload"] else "none")
+        skbs, _ = host_paths.run_gro(trace, enabled=s["gro"], rx_csum="unnecessary" if s["csum_offload"] else "none")
         skbs, _ = csum.conntrack_check(skbs, enabled=s["conntrack_checksum"])
         is_gso = (skbs.gso_size > 0) & (skbs.payload_len > skbs.gso_size)
-        out = cpu_paths._sw_segment(skbs, tx_csum=True) if (is_gso.any() and not s["tso"]) else skbs
+        out = host_paths._sw_segment(skbs, tx_csum=True) if (is_gso.any() and not s["tso"]) else skbs
         out = out.replace(csum_state=np.full(len(out), codes.CSUM_NONE))   # leaves with its checksum complete
         t = Trace.concat([trace.with_point("lan"), skbs.with_point("forward"), out.with_point("wan")])
         return Trace(t.columns, t.points, {"report": REPORT, "variant": variant})

@@ -1,6 +1,6 @@
 """Report 002 (vxlan): VM receive over OVS VXLAN is slower with ConnectX-3 Pro (mlx4) on 4.4.
 
-Mechanism (``engine.cpu_paths.vm_receive`` on ``data/hosts/x86-2016-vm-host.json``):
+Mechanism (``engine.host_paths.vm_receive`` on ``data/hosts/x86-2016-vm-host.json``):
 the 4.x tunnel-GRO gate (``udp_gro_receive``) aggregates VXLAN packets only when
 the NIC vouches for the *inner* checksum (``CHECKSUM_UNNECESSARY`` with
 ``csum_level`` 1, bnx2x-like). mlx4 without an offloaded VXLAN port vouches for the
@@ -23,7 +23,8 @@ import functools
 
 import numpy as np
 
-from ..engine import cpu, cpu_paths
+from ..engine import cpu
+from ..sim import host_paths, hosts
 from ..trace import Trace
 from .facts import load_facts
 from .presets import Fit, Knob, PresetRun, Variant, settings_for, settings_mss, solve_linear
@@ -79,7 +80,7 @@ def rx_csum_mode(s: dict) -> str:
 
 
 def _receive(trace: Trace, host, s: dict):
-    return cpu_paths.vm_receive(trace, host, gro=s["gro"], rx_csum=rx_csum_mode(s), tunnel_rule=s["tunnel_rule"])
+    return host_paths.vm_receive(trace, host, gro=s["gro"], rx_csum=rx_csum_mode(s), tunnel_rule=s["tunnel_rule"])
 
 
 def _trace_for(s: dict, host) -> Trace:
@@ -89,7 +90,7 @@ def _trace_for(s: dict, host) -> Trace:
 @functools.lru_cache(maxsize=1)
 def calibrate() -> dict[str, Fit]:
     """Solve the vhost thread's per-skb cost from the mlx4 cell (see module doc)."""
-    host = cpu.load_host(HOST)
+    host = hosts.load_host(HOST)
     s = settings_for(KNOBS, VARIANTS, "broken", {})
     trace = _trace_for(s, host)
     target = _F.value("rx_throughput_mlx4_Gbps") * 1e9
@@ -103,7 +104,7 @@ def calibrate() -> dict[str, Fit]:
 
 
 def fitted_host(fitted: bool = True):
-    host = cpu.load_host(HOST)
+    host = hosts.load_host(HOST)
     if not fitted:
         return host
     f = calibrate()["vhost_ns_per_skb"]
@@ -116,8 +117,8 @@ def run(variant: str = "broken", **overrides) -> PresetRun:
     host = fitted_host(s["fitted"])
     trace = _trace_for(s, host)
     res = _receive(trace, host, s)
-    skbs, _ = cpu_paths.run_gro(trace, enabled=s["gro"], rx_csum=rx_csum_mode(s), tunnel_rule=s["tunnel_rule"])
-    tap = cpu_paths.decap_vxlan(skbs)
+    skbs, _ = host_paths.run_gro(trace, enabled=s["gro"], rx_csum=rx_csum_mode(s), tunnel_rule=s["tunnel_rule"])
+    tap = host_paths.decap_vxlan(skbs)
 
     def build() -> Trace:
         t = Trace.concat([trace.with_point("nic"), tap.with_point("tap")])

@@ -6,7 +6,7 @@ offload: without it Linux turns TSO off), ``tso``, ``gso``, ``mpls`` (the route
 pushes a label), ``mpls_gso`` (the module is loaded: the drop's errno becomes
 EINVAL) and ``fixed_kernel`` (Linux 4.9, 48d2ab609b6b: software GSO of labelled
 skbs). The model is ``offloadkit.reports.mpls``: its ``scenario()`` with the
-dashboard's MSS, checksum and GRO settings, run by ``offloadkit.simulate``.
+dashboard's MSS, checksum and GRO settings, run by ``offloadkit.sim.simulate``.
 
 Live view: runs that reach tens of Gb/s simulate 10 ms (the preset: 20 ms),
 the broken ones netperf's full 10 s (they send little, so they are quick).
@@ -16,10 +16,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from ..model import Scenario
+from ..sim.scenario import Scenario
 from ..reports import get, load_facts
 from ..reports.presets import settings_for
-from ..simulate import simulate
+from ..sim.simulate import simulate
 from . import views
 from .dashboard import Dashboard, apply_overrides, toggle
 from .report_common import (ReportView, common_controls, mtu_room_note, drops_text, excerpt, model_rate, report_rate,

@@ -6,12 +6,12 @@ VXLAN takes 50 of the host's 1500), ``gro`` (the physical NIC's), ``csum_offload
 *inner* TCP checksum too: bnx2x, or mlx4 with the VXLAN port offloaded),
 ``outer_udp_csum`` (the sender fills the outer UDP checksum: OVS ``csum=true``)
 and ``sessions``. The model: ``offloadkit.reports.vxlan``'s fitted host and
-arrivals, through ``engine.cpu_paths.vm_receive`` (the same calls as its ``run()``,
+arrivals, through ``engine.host_paths.vm_receive`` (the same calls as its ``run()``,
 plus the NIC without receive checksum offload, which the preset does not list).
 """
 from __future__ import annotations
 
-from ..engine import cpu_paths
+from ..sim import host_paths
 from ..engine.segment import check_mss_fits
 from ..reports import get, load_facts
 from ..reports.presets import settings_for
@@ -53,9 +53,9 @@ def receive(v: dict) -> VxlanRun:
     host = m.fitted_host(s["fitted"])
     arrivals = m._trace_for(s, host)
     mode = rx_csum(v)
-    res = cpu_paths.vm_receive(arrivals, host, gro=s["gro"], rx_csum=mode, tunnel_rule=s["tunnel_rule"])
-    skbs, _ = cpu_paths.run_gro(arrivals, enabled=s["gro"], rx_csum=mode, tunnel_rule=s["tunnel_rule"])
-    tap = cpu_paths.decap_vxlan(skbs)
+    res = host_paths.vm_receive(arrivals, host, gro=s["gro"], rx_csum=mode, tunnel_rule=s["tunnel_rule"])
+    skbs, _ = host_paths.run_gro(arrivals, enabled=s["gro"], rx_csum=mode, tunnel_rule=s["tunnel_rule"])
+    tap = host_paths.decap_vxlan(skbs)
     t = Trace.concat([arrivals.with_point("nic"), tap.with_point("tap")])
     return VxlanRun(s, res, Trace(t.columns, m.POINTS, t.meta))
 
@@ -112,7 +112,7 @@ VIEWS = {
 DESCRIPTION = ("<p style='margin:2px 0 6px 0;max-width:980px'>VXLAN frames from another host arrive at the "
                "physical NIC (<i>nic</i>); GRO, vxlan, OVS and tun take them to the VM's tap (<i>tap</i>), and "
                "the vhost thread copies them into the guest. Recomputed by <code>offloadkit</code> "
-               "(<code>reports.vxlan</code>, <code>engine.cpu_paths.vm_receive</code>)."
+               "(<code>reports.vxlan</code>, <code>engine.host_paths.vm_receive</code>)."
                " The tcpdump lines leave out the TCP options.</p>")
 
 

@@ -3,7 +3,7 @@
 One packet at a time, with dicts and loops: what each stage of the router path
 sees and what it costs, and how a splice proxy turns queued skbs into splice
 calls and sent skbs. It shares only the host profile's numbers with
-``offloadkit.engine.cpu``/``cpu_paths`` and takes the engine's traces (GRO
+``offloadkit.engine.cpu``/``sim.host_paths`` and takes the engine's traces (GRO
 output, software-GSO segments) as given.
 """
 from __future__ import annotations

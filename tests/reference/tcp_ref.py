@@ -6,7 +6,7 @@ replaced by their plain-Python ``py_func``, so every rule runs in the
 interpreter (numpy arrays as storage, Python control flow). It is the
 benchmark baseline (same algorithm, same event count) and a cross-check that
 compilation does not change results: ``simulate_ref(sc)`` must equal
-``offloadkit.simulate.simulate(sc)`` field for field.
+``offloadkit.sim.simulate.simulate(sc)`` field for field.
 
 Use small scenarios: it runs roughly 100-1000x slower than the compiled loop.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import pathlib
 import types
 
-from offloadkit import simulate as _sim
+from offloadkit.sim import simulate as _sim
 from offloadkit.engine import path as _path
 from offloadkit.engine import segment as _seg
 from offloadkit.engine import tcp as _tcp
@@ -61,5 +61,5 @@ def run_ref(scenario):
 
 
 def simulate_ref(scenario):
-    """Like ``offloadkit.simulate.simulate``, with the loop interpreted."""
+    """Like ``offloadkit.sim.simulate.simulate``, with the loop interpreted."""
     return _sim.assemble(scenario, run_ref(scenario))

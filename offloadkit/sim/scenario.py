@@ -1,9 +1,9 @@
-"""Scenario and its parts: what the TCP simulator (``offloadkit.simulate``) runs.
+"""Scenario and its parts: what the TCP simulator (``offloadkit.sim.simulate``) runs.
 
 Frozen dataclasses, validated on construction: a bad value raises a
 ``ValueError`` whose message says what to change. Units are in the field
-names (``_ns``, ``_bps``, ``_bytes``); ``parse_rate``/``parse_time``/
-``parse_size`` turn "100Mbit", "20ms", "100MB" into those units.
+names (``_ns``, ``_bps``, ``_bytes``); ``offloadkit.units`` turns "100Mbit",
+"20ms", "100MB" into those units.
 
     Scenario(tcp=Tcp(mss_clamp=1452), nic=Nic(model="rtl8139-legacy"),
              path=(Hop("ppp", rate_bps=9_600_000, delay_ns=14_500_000, mtu=1492),),
@@ -15,10 +15,10 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from .codes import DROP_GSO_EINVAL, DROP_GSO_EPROTONOSUPPORT, ENC_MPLS, ENC_PPPOE, ENC_VLAN, ENC_VXLAN
-from .engine.checksum import RX_CSUM_MODES
-from .engine.path import encap_overhead_bytes
-from .engine.segment import NIC_MODELS, TCP_MIN_SND_MSS, tcp_options_bytes
+from ..codes import DROP_GSO_EINVAL, DROP_GSO_EPROTONOSUPPORT, ENC_MPLS, ENC_PPPOE, ENC_VLAN, ENC_VXLAN
+from ..engine.checksum import RX_CSUM_MODES
+from ..engine.path import encap_overhead_bytes
+from ..engine.segment import NIC_MODELS, TCP_MIN_SND_MSS, tcp_options_bytes
 
 ETH_HLEN = 14
 IP_HLEN = 20
@@ -26,37 +26,6 @@ TCP_HLEN = 20
 CC_NAMES = ("newreno", "cubic")
 RX_CSUM_NAMES = tuple(m for m in RX_CSUM_MODES if m != "trace")
 ENCAP_NAMES = {"vlan": ENC_VLAN, "mpls": ENC_MPLS, "pppoe": ENC_PPPOE, "vxlan": ENC_VXLAN}
-
-# -- parsing "100Mbit", "20ms", "100MB" -------------------------------------
-_RATE = {"": 1, "bit": 1, "bps": 1, "k": 1e3, "kbit": 1e3, "kbps": 1e3, "m": 1e6, "mbit": 1e6, "mbps": 1e6,
-         "g": 1e9, "gbit": 1e9, "gbps": 1e9, "t": 1e12, "tbit": 1e12}
-_TIME = {"": 1e9, "s": 1e9, "ms": 1e6, "us": 1e3, "µs": 1e3, "ns": 1}
-_SIZE = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 1024, "m": 1e6, "mb": 1e6, "mib": 1 << 20,
-         "g": 1e9, "gb": 1e9, "gib": 1 << 30}
-
-
-def _parse(text, table: dict, what: str, example: str) -> int:
-    if isinstance(text, (int, float)):
-        return int(text)
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-zµ]*)\s*", str(text).lower())
-    if not m or m.group(2) not in table:
-        raise ValueError(f"cannot read {what} {text!r}: write a number and a unit, e.g. {example}")
-    return int(round(float(m.group(1)) * table[m.group(2)]))
-
-
-def parse_rate(text) -> int:
-    """'100Mbit' -> 100_000_000 bit/s (units: bit, kbit, Mbit, Gbit; bps alike)."""
-    return _parse(text, _RATE, "rate", "100Mbit or 9.6Mbit")
-
-
-def parse_time(text) -> int:
-    """'20ms' -> 20_000_000 ns (units: s, ms, us, ns; a bare number is seconds)."""
-    return _parse(text, _TIME, "time", "20ms or 10s")
-
-
-def parse_size(text) -> int:
-    """'100MB' -> 100_000_000 bytes (units: B, KB, MB, GB decimal; KiB, MiB, GiB binary)."""
-    return _parse(text, _SIZE, "size", "100MB or 64KiB")
 
 
 def _check_int(name: str, value, lo: int, hi: int | None = None, hint: str = "") -> None:

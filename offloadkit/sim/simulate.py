@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import codes
-from .engine import tcp as K
-from .engine.segment import NIC_MODELS
-from .model import Scenario
-from .trace import MAX_SACK_BLOCKS, Trace
+from .. import codes
+from ..engine import tcp as K
+from ..engine.segment import NIC_MODELS
+from .scenario import Scenario
+from ..trace import MAX_SACK_BLOCKS, Trace
 
 SENDER_IP = 0xC6120001      # 198.18.0.1
 RECEIVER_IP = 0xC6130001    # 198.19.0.1
@@ -234,7 +234,7 @@ def _params(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
         HP[i, K.HP_LABELS] = h.mpls_labels
         HL[i] = h.loss
     NP = np.zeros(4, np.int64)
-    from .engine.segment import NicModel
+    from ..engine.segment import NicModel
     NP[:] = NicModel(nic.model, drop_reason=nic.drop_code, legacy_mtu_bytes=nic.legacy_mtu_bytes).params()
     return P, HP, HL, NP
 
@@ -301,8 +301,8 @@ def _flow_constants(sc: Scenario):
 
 
 def assemble(sc: Scenario, W: K.World) -> Result:
-    from .engine import csum_math
-    from .engine.gro import GroParams, gro
+    from ..engine import csum_math
+    from ..engine.gro import GroParams, gro
     G = W.G
     nh = len(sc.path)
     names = sc.point_names

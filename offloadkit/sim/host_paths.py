@@ -23,8 +23,9 @@ import numpy as np
 
 from .. import codes
 from ..trace import Trace
-from . import checksum as csum
-from .cpu import (CpuResult, HostProfile, arrival_trace, charge, load_host, miss_fraction,
+from .hosts import load_host
+from ..engine import checksum as csum
+from ..engine.cpu import (CpuResult, HostProfile, arrival_trace, charge, miss_fraction,
                   pass_bytes, splice_calls, trace_bytes)
 
 PIPE_BYTES = 16 * 4096          # default pipe: 16 buffers of one page (PIPE_DEF_BUFFERS)
@@ -60,7 +61,7 @@ def run_gro(trace: Trace, *, enabled: bool = True, rx_csum: str = "trace", tunne
     taken directly (same rows, states from ``checksum.rx_states``, no passes),
     which spares a copy of every column on large traces.
     """
-    from . import gro
+    from ..engine import gro
     if not enabled and not bool((trace.gso_size > 0).any()):
         state, level = csum.rx_states(trace, rx_csum)
         return (trace.replace(csum_state=state, csum_level=level,
@@ -74,7 +75,7 @@ def run_gro(trace: Trace, *, enabled: bool = True, rx_csum: str = "trace", tunne
 
 def run_lro(trace: Trace, *, descriptors: int = 8, max_pkts: int = 64, napi_budget: int = 64) -> Trace:
     """The real LRO engine (inet_lro as myri10ge uses it: 8 descriptors, 64 packets): delivered Trace."""
-    from . import lro
+    from ..engine import lro
     return lro.lro(trace, lro.LroParams(descriptors=descriptors, max_pkts=max_pkts, napi_budget=napi_budget)).out
 
 
@@ -156,7 +157,7 @@ def router_forward(trace: Trace, host="bcm4708-router", *, gro: bool = True,
 
 
 def _sw_segment(skbs: Trace, tx_csum: bool) -> Trace:
-    from .segment import segment
+    from ..engine.segment import segment
     return segment(skbs, nic="sw-gso", tx_csum=tx_csum)
 
 
