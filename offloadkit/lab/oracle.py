@@ -221,6 +221,13 @@ def compare_segmentation(kit_pcap, egress_pcap, sender_ip: str | None = None,
     """The kit's ``segment`` output (of the router-ingress capture) vs the router's egress."""
     kit, kit_ip_ok = read_headers(kit_pcap, "kit", sender_ip)
     eg, _ = read_headers(egress_pcap, "router-out", sender_ip)
+    return compare_segment_traces(kit, kit_ip_ok, eg, extra_fields)
+
+
+def compare_segment_traces(kit, kit_ip_ok, eg, extra_fields: tuple[str, ...] = ()) -> SegmentationReport:
+    """:func:`compare_segmentation` on Traces: the kit's segments (``kit_ip_ok``: their IP header
+    checksums verify; True for IPv6) vs the router's egress. IPv6 rows have IP ID 0, so they are
+    matched by (4-tuple, seq)."""
     rep = SegmentationReport(bad_ip_checksums=int((~kit_ip_ok).sum()))
     if rep.bad_ip_checksums:
         i = int(np.flatnonzero(~kit_ip_ok)[0])

@@ -1,7 +1,8 @@
 """Lab topologies in network namespaces: sender -> receiver, or sender -> router -> receiver.
 
 Each link is a veth pair created directly inside its two namespaces (nothing
-ever appears in the host's namespace). Addresses come from 198.18.0.0/15.
+ever appears in the host's namespace). Addresses come from 198.18.0.0/15
+(``ip_version=6``: 2001:2::/48; ``gso_max_size``: BIG TCP on the sender).
 Knobs: per-link MTU, ``ethtool -K`` offloads per interface, a ``tbf`` rate and
 ``netem`` delay/loss on the bottleneck egress, an iptables TCPMSS clamp on the
 router, TCP timestamps in the end hosts, GRO batching in sysfs.
@@ -24,8 +25,10 @@ from ..units import parse_size
 from . import safety
 
 SENDER_NET, RECEIVER_NET = "198.18.1", "198.18.2"
+SENDER_NET6, RECEIVER_NET6 = "2001:2:1:", "2001:2:2:"     # the benchmarking range 2001:2::/48
 IPERF_PORT = 5201
 IPV4_TCP_HDR = 40
+IPV6_TCP_HDR = 60
 
 
 def _check_tc_word(name: str, value: str | None, pattern: str, example: str) -> None:
@@ -60,6 +63,8 @@ class LabSettings:
     gro_flush_timeout_ns: int = 0     # receiver sysfs, batches NAPI polls
     napi_defer_hard_irqs: int = 0     # receiver sysfs
     iperf_timeout_s: float = 60.0
+    ip_version: int = 4               # 4, or 6 (addresses in 2001:2::/48)
+    gso_max_size: int | None = None   # BIG TCP: the sender's gso_max_size (IPv6) / gso_ipv4_max_size (IPv4)
     extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -70,9 +75,16 @@ class LabSettings:
             v = getattr(self, name)
             if v is not None and not 576 <= v <= 65535:
                 raise ValueError(f"{name} {v} is out of range: an IPv4 link MTU is 576..65535")
-        if self.mss is not None and not 88 <= self.mss <= self.mtu - IPV4_TCP_HDR:
-            raise ValueError(f"MSS {self.mss} does not fit: iperf3 -M takes 88..{self.mtu - IPV4_TCP_HDR} "
-                             f"with MTU {self.mtu} (IPv4 20 + TCP 20 leave {self.mtu - IPV4_TCP_HDR})")
+        if self.ip_version not in (4, 6):
+            raise ValueError(f"ip_version {self.ip_version}: choose 4 or 6")
+        if self.gso_max_size is not None and not 65536 <= self.gso_max_size <= 524280:
+            raise ValueError(f"gso_max_size {self.gso_max_size} is out of range: BIG TCP takes 65536..524280")
+        if self.ip_version == 6 and (self.clamp or self.loss):
+            raise ValueError("clamp and loss use iptables rules for IPv4 only: drop them with ip_version 6")
+        hdr = self.ip_tcp_hdr
+        if self.mss is not None and not 88 <= self.mss <= self.mtu - hdr:
+            raise ValueError(f"MSS {self.mss} does not fit: iperf3 -M takes 88..{self.mtu - hdr} "
+                             f"with MTU {self.mtu} (IPv{self.ip_version} + TCP 20 leave {self.mtu - hdr})")
         if self.clamp is not None and not 88 <= self.clamp <= 65495:
             raise ValueError(f"clamp {self.clamp} is out of range: TCPMSS --set-mss takes 88..65495")
         if self.topology == "direct" and (self.clamp or self.path_mtu):
@@ -96,6 +108,11 @@ class LabSettings:
             raise ValueError(f"snaplen {self.snaplen} cuts TCP headers: use at least 96")
 
     @property
+    def ip_tcp_hdr(self) -> int:
+        """IP + TCP header bytes without options (40 for IPv4, 60 for IPv6)."""
+        return IPV6_TCP_HDR if self.ip_version == 6 else IPV4_TCP_HDR
+
+    @property
     def points(self) -> tuple[str, ...]:
         """Capture points of the topology, in path order."""
         return ("snd", "router-in", "router-out", "rcv") if self.topology == "router" else ("snd", "rcv")
@@ -103,12 +120,12 @@ class LabSettings:
     def expected_payload(self) -> int:
         """The full-segment payload (gso_size) TCP should pick for these settings.
 
-        min(MTU on the path, the MSS clamps) minus IPv4+TCP headers minus the
+        min(MTU on the path, the MSS clamps) minus IP+TCP headers minus the
         12 bytes of the timestamp option (the iperf3 -M value is a TCP_MAXSEG,
         which excludes options just like the SYN's MSS).
         """
         opts = 12 if self.timestamps else 0
-        mss = min(self.mtu, self.path_mtu or self.mtu) - IPV4_TCP_HDR
+        mss = min(self.mtu, self.path_mtu or self.mtu) - self.ip_tcp_hdr
         for cap in (self.mss, self.clamp):
             if cap:
                 mss = min(mss, cap)
@@ -138,17 +155,19 @@ class Topology:
         roles = ("snd", "rtr", "rcv") if settings.topology == "router" else ("snd", "rcv")
         self.ns = {r: safety.ns_name(tag, r) for r in roles}
         self.created: list[str] = []
+        snd_net, rcv_net = (SENDER_NET6 + ":", RECEIVER_NET6 + ":") if settings.ip_version == 6 else \
+            (SENDER_NET + ".", RECEIVER_NET + ".")
         if settings.topology == "router":
             self.ifaces = {
-                "snd": Iface(self.ns["snd"], "oklsnd0", f"{SENDER_NET}.1"),
-                "router-in": Iface(self.ns["rtr"], "oklrin0", f"{SENDER_NET}.2"),
-                "router-out": Iface(self.ns["rtr"], "oklrout0", f"{RECEIVER_NET}.1"),
-                "rcv": Iface(self.ns["rcv"], "oklrcv0", f"{RECEIVER_NET}.2"),
+                "snd": Iface(self.ns["snd"], "oklsnd0", f"{snd_net}1"),
+                "router-in": Iface(self.ns["rtr"], "oklrin0", f"{snd_net}2"),
+                "router-out": Iface(self.ns["rtr"], "oklrout0", f"{rcv_net}1"),
+                "rcv": Iface(self.ns["rcv"], "oklrcv0", f"{rcv_net}2"),
             }
         else:
             self.ifaces = {
-                "snd": Iface(self.ns["snd"], "oklsnd0", f"{SENDER_NET}.1"),
-                "rcv": Iface(self.ns["rcv"], "oklrcv0", f"{SENDER_NET}.2"),
+                "snd": Iface(self.ns["snd"], "oklsnd0", f"{snd_net}1"),
+                "rcv": Iface(self.ns["rcv"], "oklrcv0", f"{snd_net}2"),
             }
 
     @property
@@ -178,14 +197,23 @@ class Topology:
             self.sh(["ip", "netns", "add", ns])
             self.created.append(ns)
             self.sh(["ip", "-n", ns, "link", "set", "lo", "up"])
+            if s.ip_version == 6:
+                # no DAD on the link-local addresses either: while they are tentative, neighbour
+                # discovery cannot run, the first SYN is lost (1 s retry) and TCP starts at cwnd 1
+                self.nsx(ns, ["sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0"])
         if s.topology == "router":
             self._veth("snd", "router-in", s.mtu, s.mtu)
             # the narrow hop is the router's egress only: the receiver keeps the full MTU and
             # advertises it, so without a clamp the sender must learn the hop by PMTU discovery
             self._veth("router-out", "rcv", s.path_mtu or s.mtu, s.mtu)
-            self.nsx(self.ns["rtr"], ["sysctl", "-qw", "net.ipv4.ip_forward=1"])
-            self.sh(["ip", "-n", self.ns["snd"], "route", "add", "default", "via", self.ifaces["router-in"].addr])
-            self.sh(["ip", "-n", self.ns["rcv"], "route", "add", "default", "via", self.ifaces["router-out"].addr])
+            v6 = s.ip_version == 6
+            self.nsx(self.ns["rtr"], ["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1" if v6
+                                      else "net.ipv4.ip_forward=1"])
+            fam = ["-6"] if v6 else []
+            self.sh(["ip", "-n", self.ns["snd"], *fam, "route", "add", "default", "via",
+                     self.ifaces["router-in"].addr])
+            self.sh(["ip", "-n", self.ns["rcv"], *fam, "route", "add", "default", "via",
+                     self.ifaces["router-out"].addr])
         else:
             self._veth("snd", "rcv", s.mtu, s.mtu)
         for role in ("snd", "rcv"):
@@ -199,6 +227,10 @@ class Topology:
                 self.nsx(self.ns["rtr"], ["iptables", "-t", "mangle", "-A", "FORWARD", "-p", "tcp",
                                           "--tcp-flags", "SYN,RST", "SYN", "-j", "TCPMSS",
                                           "--set-mss", str(s.clamp)])
+        if s.gso_max_size:
+            knob = "gso_max_size" if s.ip_version == 6 else "gso_ipv4_max_size"
+            snd = self.ifaces["snd"]
+            self.sh(["ip", "-n", snd.ns, "link", "set", "dev", snd.name, knob, str(s.gso_max_size)])
         if s.gro_flush_timeout_ns or s.napi_defer_hard_irqs:
             rcv = self.ifaces["rcv"]
             for knob, v in (("gro_flush_timeout", s.gro_flush_timeout_ns),
@@ -211,7 +243,10 @@ class Topology:
         self.sh(["ip", "link", "add", ia.name, "netns", ia.ns, "mtu", str(mtu_a), "type", "veth",
                  "peer", "name", ib.name, "netns", ib.ns, "mtu", str(mtu_b)])
         for i in (ia, ib):
-            self.sh(["ip", "-n", i.ns, "addr", "add", f"{i.addr}/24", "dev", i.name])
+            if self.s.ip_version == 6:        # nodad: the address is usable at once
+                self.sh(["ip", "-n", i.ns, "addr", "add", f"{i.addr}/64", "dev", i.name, "nodad"])
+            else:
+                self.sh(["ip", "-n", i.ns, "addr", "add", f"{i.addr}/24", "dev", i.name])
             self.sh(["ip", "-n", i.ns, "link", "set", i.name, "up"])
 
     def _ethtool(self, point: str, **features: str) -> None:
