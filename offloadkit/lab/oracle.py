@@ -10,7 +10,7 @@ Three capture points of the lab's router topology are used:
 whole, e.g. over a smaller MTU) and its egress GSO cuts it into segments. So
 every data packet at ``router-out`` must be one of the kit's segments of the
 ``router-in`` capture, with the same seq, payload length, flags, IP ID and IP
-total length. Packets are matched by (4-tuple, seq, IP ID): a retransmission
+total length. Packets are matched by (4-tuple, seq, IP ID, TSval): a retransmission
 reuses the seq but gets a fresh IP ID, so the key is unique, and a kit that
 splits at the wrong place or numbers IDs wrongly leaves egress packets
 unexplained. The converse is weaker on purpose: a whole super-packet may be
@@ -226,8 +226,8 @@ def compare_segmentation(kit_pcap, egress_pcap, sender_ip: str | None = None,
 
 def compare_segment_traces(kit, kit_ip_ok, eg, extra_fields: tuple[str, ...] = ()) -> SegmentationReport:
     """:func:`compare_segmentation` on Traces: the kit's segments (``kit_ip_ok``: their IP header
-    checksums verify; True for IPv6) vs the router's egress. IPv6 rows have IP ID 0, so they are
-    matched by (4-tuple, seq)."""
+    checksums verify; True for IPv6) vs the router's egress. Rows are matched by (4-tuple, seq,
+    IP ID, TSval): IPv6 has no IP ID, and a retransmission there differs only in its TSval."""
     rep = SegmentationReport(bad_ip_checksums=int((~kit_ip_ok).sum()))
     if rep.bad_ip_checksums:
         i = int(np.flatnonzero(~kit_ip_ok)[0])
@@ -238,7 +238,7 @@ def compare_segment_traces(kit, kit_ip_ok, eg, extra_fields: tuple[str, ...] = (
     ktup, etup = _tuples(kd), _tuples(ed)
     index = {}
     for i in range(len(kd)):
-        index[(*ktup[i].tolist(), int(kd.seq[i]), int(kd.ip_id[i]))] = i
+        index[(*ktup[i].tolist(), int(kd.seq[i]), int(kd.ip_id[i]), int(kd.tsval[i]))] = i
     # kit groups: consecutive packets of one 4-tuple sharing the source packet's timestamp
     group = np.zeros(len(kd), dtype=np.int64)
     for i in range(1, len(kd)):
@@ -247,7 +247,7 @@ def compare_segment_traces(kit, kit_ip_ok, eg, extra_fields: tuple[str, ...] = (
     seen = np.zeros(len(kd), dtype=bool)
     rep.egress_packets = len(ed)
     for j in range(len(ed)):
-        key = (*etup[j].tolist(), int(ed.seq[j]), int(ed.ip_id[j]))
+        key = (*etup[j].tolist(), int(ed.seq[j]), int(ed.ip_id[j]), int(ed.tsval[j]))
         i = index.get(key)
         if i is None:
             rep.unexplained += 1
