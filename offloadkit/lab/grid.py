@@ -42,6 +42,12 @@ COMMITTED_IPV6: dict[str, LabSettings] = {
     "v6-bigtcp-ptb-mtu1500": replace(_V6, gso_max_size=185000),
 }
 
+# TCP over a VXLAN overlay (IPv4 underlay): the router's egress segments the tunnel in software
+COMMITTED_VXLAN: dict[str, LabSettings] = {
+    "vxlan-ts-mtu1500": replace(_BASE, tunnel="vxlan"),
+    "vxlan-csum-ts-mtu1500": replace(_BASE, tunnel="vxlan", tunnel_csum=True),
+}
+
 _LIVE_BASE = LabSettings(bytes="1M")
 LIVE: dict[str, LabSettings] = {
     "ts-mss536": replace(_LIVE_BASE, mss=536),

@@ -19,7 +19,18 @@ from ..trace import Trace
 _COLS = ("time_ns", "frame", "src_ip", "dst_ip", "sport", "dport", "seq", "ack", "payload_len",
          "flags", "window", "tcp_hlen", "opt_mss", "opt_ts", "tsval", "tsecr", "ip_id", "ttl",
          "tos", "df", "frag", "ip_hlen", "ip_len", "ip_csum", "tcp_csum", "truncated", "ip_version",
-         "src_ip6", "dst_ip6", "flow_label", "hbh_jumbo")
+         "src_ip6", "dst_ip6", "flow_label", "hbh_jumbo", "vni", "outer_udp_csum", "l2_bytes")
+VXLAN_PORT = 4789
+
+
+def vxlan_inner(buf: bytes):
+    """(inner Ethernet frame, VNI, outer UDP checksum) of an IPv4 VXLAN frame, or None."""
+    if len(buf) < 14 + 20 + 16 or buf[12:14] != b"\x08\x00" or buf[23] != 17:
+        return None
+    u = 14 + (buf[14] & 0x0F) * 4
+    if len(buf) < u + 16 or struct.unpack("!H", buf[u + 2:u + 4])[0] != VXLAN_PORT or not buf[u + 8] & 0x08:
+        return None
+    return buf[u + 16:], struct.unpack("!I", buf[u + 12:u + 16])[0] >> 8, struct.unpack("!H", buf[u + 6:u + 8])[0]
 IPV6_EXT = (0, 43, 60)        # hop-by-hop, routing, destination options (GSO walks these)
 
 
@@ -103,6 +114,11 @@ def read_headers(path, point: str = "capture", sender_ip: str | None = None) -> 
         frame = -1
         for ts, buf in reader:
             frame += 1
+            vx = vxlan_inner(buf)                      # the TCP packet inside a VXLAN frame
+            tunnel = dict(vni=-1, outer_udp_csum=-1, l2_bytes=14)
+            if vx is not None:
+                tunnel = dict(vni=vx[1], outer_udp_csum=vx[2], l2_bytes=14 + len(buf) - len(vx[0]))
+                buf = vx[0]
             if len(buf) < 14 + 20 or buf[12:14] not in (b"\x08\x00", b"\x86\xdd"):
                 continue
             ip = buf[14:]
@@ -130,7 +146,7 @@ def read_headers(path, point: str = "capture", sender_ip: str | None = None) -> 
             t_ns = int(ts * 10**9) if isinstance(ts, Decimal) else int(round(ts * 1e6)) * 1000
             rows["time_ns"].append(t_ns)
             rows["frame"].append(frame)
-            for k, v in hdr.items():
+            for k, v in (*hdr.items(), *tunnel.items()):
                 rows[k].append(v)
             rows["sport"].append(sport)
             rows["dport"].append(dport)

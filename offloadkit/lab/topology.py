@@ -26,6 +26,8 @@ from . import safety
 
 SENDER_NET, RECEIVER_NET = "198.18.1", "198.18.2"
 SENDER_NET6, RECEIVER_NET6 = "2001:2:1:", "2001:2:2:"     # the benchmarking range 2001:2::/48
+TUNNEL_NET, VXLAN_PORT, VXLAN_VNI = "198.19.0", 4789, 42     # inner addresses of the VXLAN overlay
+VXLAN_OVERHEAD = 50                                          # outer Ethernet + IPv4 + UDP + VXLAN
 IPERF_PORT = 5201
 IPV4_TCP_HDR = 40
 IPV6_TCP_HDR = 60
@@ -65,6 +67,8 @@ class LabSettings:
     iperf_timeout_s: float = 60.0
     ip_version: int = 4               # 4, or 6 (addresses in 2001:2::/48)
     gso_max_size: int | None = None   # BIG TCP: the sender's gso_max_size (IPv6) / gso_ipv4_max_size (IPv4)
+    tunnel: str | None = None         # "vxlan": TCP runs over a VXLAN overlay between sender and receiver
+    tunnel_csum: bool = False         # VXLAN udpcsum: outer UDP checksums (SKB_GSO_UDP_TUNNEL_CSUM)
     extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -79,6 +83,9 @@ class LabSettings:
             raise ValueError(f"ip_version {self.ip_version}: choose 4 or 6")
         if self.gso_max_size is not None and not 65536 <= self.gso_max_size <= 524280:
             raise ValueError(f"gso_max_size {self.gso_max_size} is out of range: BIG TCP takes 65536..524280")
+        if self.tunnel not in (None, "vxlan") or (self.tunnel and (self.ip_version != 4
+                                                                    or self.topology != "router")):
+            raise ValueError(f"tunnel {self.tunnel!r}: the lab has 'vxlan' over IPv4, with the router topology")
         if self.ip_version == 6 and (self.clamp or self.loss):
             raise ValueError("clamp and loss use iptables rules for IPv4 only: drop them with ip_version 6")
         hdr = self.ip_tcp_hdr
@@ -126,6 +133,8 @@ class LabSettings:
         """
         opts = 12 if self.timestamps else 0
         mss = min(self.mtu, self.path_mtu or self.mtu) - self.ip_tcp_hdr
+        if self.tunnel:                   # the VXLAN device's MTU: the link's minus the encapsulation
+            mss = self.mtu - VXLAN_OVERHEAD - self.ip_tcp_hdr
         for cap in (self.mss, self.clamp):
             if cap:
                 mss = min(mss, cap)
@@ -172,11 +181,12 @@ class Topology:
 
     @property
     def sender_ip(self) -> str:
-        return self.ifaces["snd"].addr
+        """The TCP sender's address (inside the overlay when there is a tunnel)."""
+        return f"{TUNNEL_NET}.1" if self.s.tunnel else self.ifaces["snd"].addr
 
     @property
     def receiver_ip(self) -> str:
-        return self.ifaces["rcv"].addr
+        return f"{TUNNEL_NET}.2" if self.s.tunnel else self.ifaces["rcv"].addr
 
     # -- command helpers -------------------------------------------------
     def sh(self, cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:
@@ -223,6 +233,10 @@ class Topology:
         self._ethtool("rcv", rx=onoff(s.rx_csum), gro=onoff(s.gro))
         if s.topology == "router":
             self._ethtool("router-out", tso=onoff(s.router_tso), gso=onoff(s.router_gso))
+            if s.tunnel:                  # software tunnel GSO at the router's egress too
+                out = self.ifaces["router-out"]
+                self.nsx(out.ns, ["ethtool", "-K", out.name, "tx-udp_tnl-segmentation", onoff(s.router_tso),
+                                  "tx-udp_tnl-csum-segmentation", onoff(s.router_tso)])
             if s.clamp:
                 self.nsx(self.ns["rtr"], ["iptables", "-t", "mangle", "-A", "FORWARD", "-p", "tcp",
                                           "--tcp-flags", "SYN,RST", "SYN", "-j", "TCPMSS",
@@ -237,6 +251,22 @@ class Topology:
                             ("napi_defer_hard_irqs", s.napi_defer_hard_irqs)):
                 self.nsx(rcv.ns, ["sh", "-c", f"echo {int(v)} > /sys/class/net/{rcv.name}/{knob}"])
         self._shape()
+        if s.tunnel:
+            self._vxlan()
+
+    def _vxlan(self) -> None:
+        """A VXLAN device in the sender and the receiver, over the routed underlay."""
+        ends = (("snd", self.ifaces["snd"], self.ifaces["rcv"].addr, f"{TUNNEL_NET}.1"),
+                ("rcv", self.ifaces["rcv"], self.ifaces["snd"].addr, f"{TUNNEL_NET}.2"))
+        for role, under, remote, inner in ends:
+            ns = self.ns[role]
+            self.sh(["ip", "-n", ns, "link", "add", "oklvx0", "mtu", str(self.s.mtu - VXLAN_OVERHEAD), "type",
+                     "vxlan", "id", str(VXLAN_VNI), "local", under.addr, "remote", remote, "dev", under.name,
+                     "dstport", str(VXLAN_PORT), "udpcsum" if self.s.tunnel_csum else "noudpcsum"])
+            # no IPv6 on the overlay: its late MLD reports would make tcpdump's counters race
+            self.nsx(ns, ["sysctl", "-qw", "net.ipv6.conf.oklvx0.disable_ipv6=1"])
+            self.sh(["ip", "-n", ns, "addr", "add", f"{inner}/24", "dev", "oklvx0"])
+            self.sh(["ip", "-n", ns, "link", "set", "oklvx0", "up"])
 
     def _veth(self, a: str, b: str, mtu_a: int, mtu_b: int) -> None:
         ia, ib = self.ifaces[a], self.ifaces[b]
