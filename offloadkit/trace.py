@@ -104,6 +104,24 @@ class Trace:
             raise ValueError(f"unknown trace columns: {sorted(unknown)}")
         return cls(cols, tuple(points), dict(meta or {}))
 
+    @classmethod
+    def from_rows(cls, rows: Iterable[Mapping], points: Iterable[str] = ("capture",)) -> "Trace":
+        """One row per mapping of column values; a column missing from a row takes its default.
+
+        Keys that are not columns are ignored (decoders keep their own notes in rows)."""
+        rows = list(rows)
+        if not rows:
+            return cls.empty(0, points)
+        present = set().union(*rows) & set(FIELDS)
+        if not present:
+            return cls.empty(len(rows), points)
+        cols = {}
+        for k in present:
+            dtype, default, shape = FIELDS[k]
+            dflt = [default] * shape[0] if shape else default
+            cols[k] = np.asarray([r.get(k, dflt) for r in rows], dtype=dtype)
+        return cls.from_columns(points, **cols)
+
     def __len__(self) -> int:
         return len(self.columns["time_ns"])
 
