@@ -46,7 +46,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
-    K.warmup()
+    S.warmup()
 
     small = Scenario(path=(Hop(rate_bps=20_000_000, delay_ns=5_000_000, loss=0.01, queue_packets=50),),
                      flows=2, bytes_per_flow=300_000, trace_limit=0)

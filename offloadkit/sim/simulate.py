@@ -24,7 +24,7 @@ import numpy as np
 from .. import codes
 from ..engine import tcp as K
 from ..engine.segment import NIC_MODELS
-from .scenario import Scenario
+from .scenario import Hop, Scenario
 from ..trace import MAX_SACK_BLOCKS, Trace
 
 SENDER_IP = 0xC6120001      # 198.18.0.1
@@ -395,3 +395,9 @@ def simulate(scenario: Scenario) -> Result:
     if not isinstance(scenario, Scenario):
         raise ValueError(f"simulate() needs a Scenario, not {type(scenario).__name__}")
     return assemble(scenario, run(scenario))
+
+
+def warmup() -> None:
+    """Compile the TCP loop with a tiny scenario (and load it from the cache afterwards)."""
+    simulate(Scenario(path=(Hop(rate_bps=10_000_000, delay_ns=1_000_000, loss=0.01),), bytes_per_flow=30_000,
+                      trace_limit=50))

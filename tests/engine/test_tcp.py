@@ -1,13 +1,10 @@
 """The TCP flow simulation: invariants, textbook behaviour, reports 000 and 001."""
-import json
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from offloadkit import codes
-from offloadkit.cli import main
 from offloadkit.sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
 from offloadkit.sim.simulate import simulate
 from reference.tcp_ref import simulate_ref
@@ -374,28 +371,6 @@ def test_report001_modern_tso_retransmits_also_collapse():
     assert (rtx.drop[rtx.gso_segs > 1] != 0).all() and (rtx.drop[rtx.gso_segs == 0] == 0).all()
 
 
-# -- CLI --------------------------------------------------------------------------
-
-def test_cli_json(capsys):
-    assert main(["simulate", "--rate", "20Mbit", "--rtt", "10ms", "--loss", "0.01", "--duration", "2s",
-                 "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    for key in ("goodput_bps", "retransmits", "drops", "duration_s", "events"):
-        assert key in out
-    assert out["duration_s"] == 2.0 and 0 < out["goodput_bps"] < 20e6
-    assert out["drops"].get("random loss", 0) > 0
-
-
-def test_cli_text_and_errors(capsys):
-    assert main(["simulate", "--nic", "rtl8139-legacy", "--path-mtu", "1492", "--rate", "9.6Mbit",
-                 "--rtt", "29ms", "--mss", "1440", "--bytes", "200kB", "--old-kernel"]) == 0
-    out = capsys.readouterr().out
-    assert "goodput" in out and "over MTU, dropped silently" in out and "1448 B" in out
-    assert main(["simulate", "--mss", "1600"]) == 2
-    assert "MSS 1600 does not fit in MTU 1500" in capsys.readouterr().err
-    assert main(["simulate", "--rate", "fast"]) == 2
-
-
 # -- kernel-version rules of loss recovery (report 001's 4.6/4.7 sender) --------------------------
 
 def _world(units, ucap=64, **pk):
@@ -433,19 +408,19 @@ def test_prr_slow_start_bound_only_when_the_kernel_rule_allows_it():
     K, W = _world([(0, 2)] * 2 + [(0, 0)] * 2 + [(0, 1)])           # 2 lost, 2 out, 1 SACKed
     F = W.F
     F[0, K.F_LOST], F[0, K.F_SSTHRESH], F[0, K.F_RECOVER_FS], F[0, K.F_PRR_OUT] = 2, 5, 10, 1
-    assert K._in_flight(F, 0) == 2
+    assert K.recovery.in_flight(F, 0) == 2
     got = {}
     for ss_ok in (False, True):
         F[0, K.F_PRR_DELIV], F[0, K.F_CWND] = 0, 7
-        K._prr.py_func(W, 0, 1, ss_ok)
+        K.recovery.prr.py_func(W, 0, 1, ss_ok)
         got[ss_ok] = int(F[0, K.F_CWND])
     assert got == {False: 2 + 1, True: 2 + 2}
     F[0, K.F_CWND] = 7
-    K._prr.py_func(W, 0, 0, True)
+    K.recovery.prr.py_func(W, 0, 0, True)
     assert F[0, K.F_CWND] == 7
     # above ssthresh: proportional to prior_cwnd (RECOVER_FS), ceil(1 * 1 / 10) - prr_out = 0
     F[0, K.F_SSTHRESH], F[0, K.F_PRR_DELIV] = 1, 0
-    K._prr.py_func(W, 0, 1, True)
+    K.recovery.prr.py_func(W, 0, 1, True)
     assert F[0, K.F_CWND] == 2
 
 
@@ -455,14 +430,14 @@ def test_rack_before_4_10_compares_send_times_with_a_1ms_window_in_recovery_only
     for state, expect in ((0, []), (1, [0])):
         K, W = _world(units, P_RACK_TIME=0)
         W.F[0, K.F_STATE] = state
-        K._rack_update.py_func(W, 0, 2, int(2.5 * ms), 0, 10 * ms)
-        K._mark_lost.py_func(W, 0, 10 * ms)
+        K.recovery.rack_update.py_func(W, 0, 2, int(2.5 * ms), 0, 10 * ms)
+        K.recovery.mark_lost.py_func(W, 0, 10 * ms)
         assert _lost(K, W) == expect, state          # 2.5 - 1.5 ms is inside the window, however late now is
     # 4.10+: the same unit is lost once it has waited rack_rtt + min_rtt/4, in any state
     K, W = _world(units)
     W.F[0, K.F_MIN_RTT] = 40_000
-    K._rack_update.py_func(W, 0, 2, int(2.5 * ms), 0, 10 * ms)
-    K._mark_lost.py_func(W, 0, 10 * ms)
+    K.recovery.rack_update.py_func(W, 0, 2, int(2.5 * ms), 0, 10 * ms)
+    K.recovery.mark_lost.py_func(W, 0, 10 * ms)
     assert _lost(K, W) == [0, 1]
 
 
@@ -471,10 +446,10 @@ def test_fack_marks_all_but_three_below_the_highest_sack():
     RFC 6675 needs three SACKed units above."""
     units = [(0, 0)] * 5 + [(0, 1)]
     K, W = _world(units, P_FACK=1)
-    K._mark_lost.py_func(W, 0, 0)
+    K.recovery.mark_lost.py_func(W, 0, 0)
     assert _lost(K, W) == [0, 1, 2]
     K, W = _world(units, P_FACK=0)
-    K._mark_lost.py_func(W, 0, 0)
+    K.recovery.mark_lost.py_func(W, 0, 0)
     assert _lost(K, W) == []
 
 
@@ -485,13 +460,13 @@ def test_quick_ack_mode_reentered_on_duplicates_and_before_4_18_on_out_of_order_
     from offloadkit.engine import tcp as K
     from offloadkit.sim.simulate import _params
     W = K.make_world(*_params(Scenario(tcp=Tcp(ofo_quickack=ofo), bytes_per_flow=100 * 1448)))
-    K._init(W)
+    K.loop._init(W)
     F = W.F
     m, r0 = int(F[0, K.F_RCV_MSS]), int(F[0, K.F_RCV_NXT])
     F[0, K.F_QUICK] = 0                                           # the first quick ACKs are used up
 
     def rcv(a, b):
-        K._rcv_data(W, 0, r0 + a * m, r0 + b * m, 1, 0)
+        K.receiver._rcv_data(W, 0, r0 + a * m, r0 + b * m, 1, 0)
         return int(W.G[K.G_ACKS])
 
     assert rcv(0, 1) == 0                                         # one in-order MSS: delayed ACK
