@@ -122,9 +122,12 @@ def test_different_seeds_lose_different_packets():
              path=(Hop("veth", rate_bps=30_000_000_000, delay_ns=25_000),), trace_limit=BIG),
     Scenario.simple(rate_bps=10_000_000_000, rtt_ns=200_000, bytes_per_flow=3_000_000, flows=2,
                     trace_limit=BIG).replace(receiver=Receiver(napi_budget=8, napi_delay_ns=300_000)),
-], ids=["10G", "1G-loss-3flows", "drop-gso", "budget-8"])
+    Scenario.simple(rate_bps=10_000_000_000, rtt_ns=200_000, loss=0.001, bytes_per_flow=150_000, flows=64,
+                    trace_limit=BIG),
+], ids=["10G", "1G-loss-3flows", "drop-gso", "budget-8", "64-flows"])
 def test_loop_gro_model_matches_the_kernel_exact_gro(sc):
-    """The ACKs are clocked by the loop's GRO model; the receiver trace comes from engine.gro: same packets."""
+    """The ACKs are clocked by the loop's GRO (engine.gro_rules, the poll flushing only the flows it holds);
+    the receiver trace comes from the batch GRO (engine.gro) over the same arrivals: same packets."""
     r = simulate(sc)
     exact = r.at(sc.receiver_point)
     exact = exact[exact.direction == 0]
@@ -392,9 +395,10 @@ def _world(units, ucap=64, **pk):
     F[0, K.F_NXT_U] = len(units)
     F[0, K.F_SND_NXT] = 1000 * len(units)
     F[0, K.F_RTX_HINT] = F[0, K.F_RACK_U] = -1
-    W = K.World(P=P, HP=None, HL=None, NP=None, G=np.zeros(K.G_LEN + K.MAX_POINTS, np.int64), H=None, PK=None,
-                FREE=None, AK=None, AFREE=None, F=F, FF=np.zeros((1, K.FF_LEN)), U=U, O=None, REC=None,
-                RXQ=None, HQ=None, HS=None, DROPS=None, SM=None)
+    W = K.World(P=P, HP=None, HL=None, NP=None, FP=np.zeros((1, K.FP_LEN), np.int64),
+                G=np.zeros(K.G_LEN + K.MAX_POINTS, np.int64), H=None, PK=None, FREE=None, AK=None, AFREE=None,
+                F=F, FF=np.zeros((1, K.FF_LEN)), U=U, O=None, REC=None, RXQ=None, HQ=None, HS=None, DROPS=None,
+                SM=None, HELD=None)
     return K, W
 
 
@@ -458,8 +462,8 @@ def test_quick_ack_mode_reentered_on_duplicates_and_before_4_18_on_out_of_order_
     """tcp_data_queue: duplicate data -> tcp_enter_quickack_mode in every version; out-of-order or partial
     data too before 4.18 (a3893637e1eb). Quick ACKs refill to min(rwnd / (2 rcv_mss), 16)."""
     from offloadkit.engine import tcp as K
-    from offloadkit.sim.simulate import _params
-    W = K.make_world(*_params(Scenario(tcp=Tcp(ofo_quickack=ofo), bytes_per_flow=100 * 1448)))
+    from offloadkit.sim.pack import pack
+    W = K.make_world(*pack(Scenario(tcp=Tcp(ofo_quickack=ofo), bytes_per_flow=100 * 1448)))
     K.loop._init(W)
     F = W.F
     m, r0 = int(F[0, K.F_RCV_MSS]), int(F[0, K.F_RCV_NXT])

@@ -22,6 +22,7 @@ from numba.core.dispatcher import Dispatcher
 
 from offloadkit.engine import tcp as _tcp
 from offloadkit.sim import simulate as _sim
+from offloadkit.sim.pack import pack
 
 ORDER = ("layout", "world", "congestion", "recovery", "sender", "receiver", "hops", "loop")
 NAME = "offloadkit.engine.tcp_ref"
@@ -60,7 +61,7 @@ _WORLD = sys.modules[f"{NAME}.world"]
 
 def run_ref(scenario):
     """The World after running the plain-Python loop on ``scenario``."""
-    W = _WORLD.make_world(*_sim._params(scenario))
+    W = _WORLD.make_world(*pack(scenario))
     LOOP.run_kernel(W)
     return W
 

@@ -15,6 +15,7 @@ loss and reverse-path queueing, D-SACK undo, HyStart's ACK-train detection.
 from . import layout
 from .layout import *  # noqa: F403  the slot names (P_*, G_*, F_*, R_* ...)
 from .loop import run_kernel
-from .world import World, make_world, seed_words, sizes
+from .world import World, make_world, seed_words, sizes, world_bytes
 
-__all__ = [n for n in dir(layout) if n.isupper()] + ["World", "make_world", "run_kernel", "seed_words", "sizes"]
+__all__ = [n for n in dir(layout) if n.isupper()] + ["World", "make_world", "run_kernel", "seed_words", "sizes",
+                                                      "world_bytes"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .layout import (CC_CUBIC, CC_NEWRENO, FF_EPOCH, FF_K, FF_ORIGIN, FF_WEST, FF_WMAX, F_CWND, F_CWND_CNT, F_HS_CNT,
-                     F_HS_CURR, F_HS_END, F_HS_FOUND, F_MAXOUT, F_MIN_RTT, F_SND_NXT, F_SND_UNA, F_SSTHRESH, INF,
-                     P_CC)
+from .layout import (CC_CUBIC, CC_NEWRENO, FF_EPOCH, FF_K, FF_ORIGIN, FF_WEST, FF_WMAX, FP_CC, F_CWND, F_CWND_CNT,
+                     F_HS_CNT, F_HS_CURR, F_HS_END, F_HS_FOUND, F_MAXOUT, F_MIN_RTT, F_SND_NXT, F_SND_UNA,
+                     F_SSTHRESH, INF)
 
 
 # -- congestion control ------------------------------------------------------
@@ -23,7 +23,7 @@ def cc_ssthresh(W, f):
     F = W.F
     FF = W.FF
     cwnd = F[f, F_CWND]
-    if W.P[P_CC] == CC_CUBIC:
+    if W.FP[f, FP_CC] == CC_CUBIC:
         if cwnd < FF[f, FF_WMAX]:
             FF[f, FF_WMAX] = cwnd * (1.0 + 0.7) / 2.0
         else:
@@ -64,7 +64,7 @@ def cong_avoid(W, f, acked, now):
     elif F[f, F_MAXOUT] < F[f, F_CWND]:
         return
     cwnd = F[f, F_CWND]
-    if W.P[P_CC] == CC_NEWRENO:
+    if W.FP[f, FP_CC] == CC_NEWRENO:
         _cong_avoid_ai(F, f, cwnd, acked)
         return
     # CUBIC (RFC 8312, Linux bictcp_update with C = 0.4, beta = 0.7)

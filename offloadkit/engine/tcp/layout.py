@@ -34,7 +34,7 @@ HP_FIELDS = ("rate", "delay", "mtu", "over", "qpkts", "qbytes", "icmp", "encap",
 G_FIELDS = ("hn", "seqno", "ftop", "atop", "rxh", "rxt", "napi", "nic_busy", "events", "smpn", "smp_int",
             "done_flows", "overflow", "deliv", "last_done", "retx_units", "retx_pkts", "tlps", "rtos", "recov",
             "sent_pkts", "sent_bytes", "wire_pkts", "wire_bytes", "acks", "nic_drop_pkts", "nic_drop_bytes",
-            "rx_pkts", "rx_bytes", "gro_pkts", "now", "icmps", "rectot", "rng")
+            "rx_pkts", "rx_bytes", "gro_pkts", "now", "icmps", "rectot", "nheld", "rng")
 # per-flow state F (int64)
 F_FIELDS = ("snd_una", "snd_nxt", "total", "una_u", "nxt_u", "mss", "cwnd", "cwnd_cnt", "ssthresh", "srtt",
             "rttvar", "min_rtt", "rto", "backoff", "state", "high_seq", "sacked", "lost", "retrans", "prr_deliv",
@@ -42,7 +42,10 @@ F_FIELDS = ("snd_una", "snd_nxt", "total", "una_u", "nxt_u", "mss", "cwnd", "cwn
             "rto_streak", "rack_x", "maxout", "maxout_seq", "done_ns", "rcv_nxt", "rcv_wup", "quick", "dack_at",
             "dack_evt", "ts_recent", "rcv_mss", "on", "ostamp", "h_cnt", "h_seq", "h_end", "h_first", "h_flags",
             "h_ipid", "h_ts", "retx_units", "delivered", "high_sack_u", "mark_ptr", "rack_ptr", "high_lost_u",
-            "h_age", "rack_u", "rack_rtt", "reo_evt", "hs_end", "hs_curr", "hs_cnt", "hs_found", "rack_adv")
+            "h_age", "rack_u", "rack_rtt", "reo_evt", "hs_end", "hs_curr", "hs_cnt", "hs_found", "rack_adv",
+            "h_listed")
+# per-flow parameters FP (flows may differ: size, start, RTT, congestion control)
+FP_FIELDS = ("total", "start_ns", "extra_rtt", "cc")
 # per-flow floats FF (CUBIC)
 FF_FIELDS = ("wmax", "epoch", "k", "origin", "west")
 # packet pool PK and ACK pool AK columns (an ACK carries up to 4 SACK blocks: 8 edges)
@@ -62,6 +65,7 @@ globals().update(_slots("HP", HP_FIELDS))
 globals().update(_slots("G", G_FIELDS, {"rng": 4}))
 globals().update(_slots("F", F_FIELDS))
 globals().update(_slots("FF", FF_FIELDS))
+globals().update(_slots("FP", FP_FIELDS))
 globals().update(_slots("PK", PK_FIELDS, length="LEN_COLS"))
 globals().update(_slots("AK", AK_FIELDS, {"s0": 8}, length="LEN_COLS"))
 globals().update(_slots("R", R_FIELDS, {"sack0": 8}, length="COLS"))

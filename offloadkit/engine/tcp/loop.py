@@ -13,12 +13,12 @@ from numba import njit
 
 from .hops import hop_arrive
 from .layout import (AK_FLOW, EV_ACK, EV_DELACK, EV_HOP, EV_ICMP, EV_POLL, EV_REO, EV_SAMPLE, EV_START, EV_TIMER,
-                     FF_EPOCH, FF_WMAX, F_CWND, F_DACK_AT, F_DACK_EVT, F_DONE_NS, F_HS_END, F_IPID, F_LEN,
-                     F_MAXOUT_SEQ, F_MIN_RTT, F_MSS, F_QUICK, F_RACK_U, F_RACK_X, F_RCV_MSS, F_REO_EVT, F_RTO,
-                     F_RTTVAR, F_SRTT, F_SSTHRESH, F_TAT, F_TEVT, F_TKIND, F_TLP_HIGH, F_TOTAL, G_ATOP, G_DELIV,
-                     G_DONE_FLOWS, G_EVENTS, G_FTOP, G_HN, G_NOW, G_OVERFLOW, G_SMPN, G_SMP_INT, HEAP_SHIFT, INF,
-                     P_BASE_RTT, P_END_NS, P_FLOWS, P_IW, P_MAX_EVENTS, P_MAX_RTO, P_MIN_RTO, P_MSS, P_QUICK,
-                     P_SAMPLE_NS, P_TOTAL, SMP_CAP, TK_NONE)
+                     FF_EPOCH, FF_WMAX, FP_EXTRA_RTT, FP_START_NS, FP_TOTAL, F_CWND, F_DACK_AT, F_DACK_EVT,
+                     F_DONE_NS, F_HS_END, F_IPID, F_LEN, F_MAXOUT_SEQ, F_MIN_RTT, F_MSS, F_QUICK, F_RACK_U, F_RACK_X,
+                     F_RCV_MSS, F_REO_EVT, F_RTO, F_RTTVAR, F_SRTT, F_SSTHRESH, F_TAT, F_TEVT, F_TKIND, F_TLP_HIGH,
+                     F_TOTAL, G_ATOP, G_DELIV, G_DONE_FLOWS, G_EVENTS, G_FTOP, G_HN, G_NOW, G_OVERFLOW, G_SMPN,
+                     G_SMP_INT, HEAP_SHIFT, INF, P_BASE_RTT, P_END_NS, P_FLOWS, P_IW, P_MAX_EVENTS, P_MAX_RTO,
+                     P_MIN_RTO, P_MSS, P_QUICK, P_SAMPLE_NS, P_TOTAL, SMP_CAP, TK_NONE)
 from .receiver import poll, send_ack
 from .sender import arm, on_ack, on_icmp, on_reo, on_timer, send, set_timer
 from .world import heap_pop, heap_push, push_free, rec_ack
@@ -63,11 +63,11 @@ def _init(W):
         W.AFREE[i] = i
     G[G_ATOP] = W.AFREE.shape[0]
     G[G_SMP_INT] = P[P_SAMPLE_NS]
-    base_rtt = max(P[P_BASE_RTT], 1000)
     for f in range(P[P_FLOWS]):
+        base_rtt = max(P[P_BASE_RTT] + W.FP[f, FP_EXTRA_RTT], 1000)
         for k in range(F_LEN):
             F[f, k] = 0
-        F[f, F_TOTAL] = P[P_TOTAL]
+        F[f, F_TOTAL] = W.FP[f, FP_TOTAL]
         F[f, F_MSS] = P[P_MSS]
         F[f, F_CWND] = P[P_IW]
         F[f, F_SSTHRESH] = INF
@@ -90,7 +90,7 @@ def _init(W):
         F[f, F_MAXOUT_SEQ] = 0
         W.FF[f, FF_WMAX] = 0.0
         W.FF[f, FF_EPOCH] = 0.0
-        heap_push(W, 0, EV_START, f, 0)
+        heap_push(W, W.FP[f, FP_START_NS], EV_START, f, 0)
     if P[P_SAMPLE_NS] > 0:
         heap_push(W, 0, EV_SAMPLE, 0, 0)
 

@@ -18,16 +18,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ...codes import (GRO_END_OF_POLL, GRO_FLAGS, GRO_IP_RULE, GRO_OFF, GRO_OPTIONS_DIFFER, GRO_SEQ_GAP, GRO_SIZE,
-                      PSH)
-from .layout import (AK_ACK, AK_FLOW, AK_N, AK_S0, AK_TSECR, EV_ACK, EV_DELACK, EV_POLL, F_DACK_AT, F_DACK_EVT,
-                     F_DELIVERED, F_DONE_NS, F_H_AGE, F_H_CNT, F_H_END, F_H_FIRST, F_H_FLAGS, F_H_IPID, F_H_SEQ,
-                     F_H_TS, F_MSS, F_ON, F_OSTAMP, F_QUICK, F_RCV_MSS, F_RCV_NXT, F_RCV_WUP, F_TOTAL, F_TS_RECENT,
-                     GRO_MODE_GRO, GRO_MODE_OFF, G_ACKS, G_DELIV, G_DONE_FLOWS, G_GRO_PKTS, G_LAST_DONE, G_NAPI,
-                     G_RXH, G_RXT, INF, PK_FLAGS, PK_FLOW, PK_IPID, PK_LEN, PK_SEQ, PK_TS, P_BUDGET, P_DELACK,
-                     P_DELACK_NS, P_FLOWS, P_GRO, P_GRO_MAX, P_NPOINTS, P_OCAP, P_OFO_QUICK, P_QUICK, P_REV_DELAY,
-                     P_RWND, P_RXCAP, P_SACK, P_THL, P_TS, R_FLAGS, R_FLOW, R_GRO, R_GSO_SEGS, R_GSO_SIZE, R_IPID,
-                     R_IPLEN, R_LEN, R_SEQ, R_TSVAL)
+from ...codes import GRO_END_OF_POLL, GRO_MERGED, PSH
+from ..gro_rules import (KIND_OFF, dev_gro_receive_kind, inet_gro_flush, inet_gro_flush_id, skb_gro_receive,
+                         tcp_gro_receive_close, tcp_gro_receive_flush, tcp_gro_receive_mss, tcp_gro_receive_new)
+from .layout import (AK_ACK, AK_FLOW, AK_N, AK_S0, AK_TSECR, EV_ACK, EV_DELACK, EV_POLL, FP_EXTRA_RTT, F_DACK_AT,
+                     F_DACK_EVT, F_DELIVERED, F_DONE_NS, F_H_AGE, F_H_CNT, F_H_END, F_H_FIRST, F_H_FLAGS, F_H_IPID,
+                     F_H_LISTED, F_H_SEQ, F_H_TS, F_MSS, F_ON, F_OSTAMP, F_QUICK, F_RCV_MSS, F_RCV_NXT, F_RCV_WUP,
+                     F_TOTAL, F_TS_RECENT, GRO_MODE_GRO, GRO_MODE_OFF, G_ACKS, G_DELIV, G_DONE_FLOWS, G_GRO_PKTS,
+                     G_LAST_DONE, G_NAPI, G_NHELD, G_RXH, G_RXT, INF, PK_FLAGS, PK_FLOW, PK_IPID, PK_LEN, PK_SEQ,
+                     PK_TS, P_BUDGET, P_DELACK, P_DELACK_NS, P_GRO, P_GRO_MAX, P_NPOINTS, P_OCAP, P_OFO_QUICK,
+                     P_QUICK, P_REV_DELAY, P_RWND, P_RXCAP, P_SACK, P_THL, P_TS, R_FLAGS, R_FLOW, R_GRO, R_GSO_SEGS,
+                     R_GSO_SIZE, R_IPID, R_IPLEN, R_LEN, R_SEQ, R_TSVAL)
 from .world import ak_alloc, heap_push, pk_free, rec_ack, rec_pkt, rec_row
 
 
@@ -72,7 +73,7 @@ def send_ack(W, f, now):
     W.G[G_ACKS] += 1
     last_point = P[P_NPOINTS] - 1
     rec_ack(W, last_point, now, aid)
-    heap_push(W, now + P[P_REV_DELAY], EV_ACK, aid, 0)
+    heap_push(W, now + P[P_REV_DELAY] + W.FP[f, FP_EXTRA_RTT], EV_ACK, aid, 0)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -218,8 +219,21 @@ def _gro_deliver(W, f, reason, now):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def _gro_start(F, f, s, ln, fl, ipid, ts):
+    """The flow's held aggregate becomes this one packet."""
+    F[f, F_H_CNT] = 1
+    F[f, F_H_SEQ] = s
+    F[f, F_H_END] = s + ln
+    F[f, F_H_FIRST] = ln
+    F[f, F_H_FLAGS] = fl
+    F[f, F_H_IPID] = ipid
+    F[f, F_H_TS] = ts
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def _gro_receive(W, pid, now):
-    """One arriving packet through the GRO model (merge, hold or deliver)."""
+    """One arriving packet through GRO: merge, hold or deliver, by the rules of ``engine.gro_rules``
+    (the batch GRO's). One held aggregate per flow; LRO ignores TSval and IP ID."""
     P = W.P
     F = W.F
     PK = W.PK
@@ -231,46 +245,69 @@ def _gro_receive(W, pid, now):
     ipid = PK[pid, PK_IPID]
     mode = P[P_GRO]
     if mode == GRO_MODE_OFF:
-        F[f, F_H_CNT] = 1
-        F[f, F_H_SEQ] = s
-        F[f, F_H_END] = s + ln
-        F[f, F_H_FIRST] = ln
-        F[f, F_H_FLAGS] = fl
-        F[f, F_H_IPID] = ipid
-        F[f, F_H_TS] = ts
-        _gro_deliver(W, f, GRO_OFF, now)
+        _gro_start(F, f, s, ln, fl, ipid, ts)
+        _gro_deliver(W, f, dev_gro_receive_kind(KIND_OFF), now)
         return
     cnt = F[f, F_H_CNT]
     if cnt > 0:
-        reason = 0
-        if s != F[f, F_H_END]:
-            reason = GRO_SEQ_GAP
-        elif ln > F[f, F_H_FIRST] or 20 + P[P_THL] + F[f, F_H_END] - F[f, F_H_SEQ] + ln >= P[P_GRO_MAX]:
-            reason = GRO_SIZE
-        elif mode == GRO_MODE_GRO and ts // 1_000_000 != F[f, F_H_TS] // 1_000_000:
-            reason = GRO_OPTIONS_DIFFER
-        elif mode == GRO_MODE_GRO and ipid != ((F[f, F_H_IPID] + cnt) & 0xFFFF):
-            reason = GRO_IP_RULE
-        if reason == 0:
+        gro = mode == GRO_MODE_GRO
+        optk = ts // 1_000_000 if gro else 0                     # the TSval option (ms clock)
+        head_optk = F[f, F_H_TS] // 1_000_000 if gro else 0
+        reason = tcp_gro_receive_flush(False, fl, F[f, F_H_FLAGS], 0, 0, ln, s, F[f, F_H_END], 0, 0, 0, 0,
+                                       optk, head_optk)
+        if reason == GRO_MERGED and gro:
+            reason = inet_gro_flush(0, 0, inet_gro_flush_id(ipid, F[f, F_H_IPID], cnt, False), False)
+        if reason == GRO_MERGED:
+            reason = tcp_gro_receive_mss(ln, F[f, F_H_FIRST], 0)
+        if reason == GRO_MERGED:
+            reason = skb_gro_receive(20 + P[P_THL] + F[f, F_H_END] - F[f, F_H_SEQ], ln, P[P_GRO_MAX])
+        if reason == GRO_MERGED:
             F[f, F_H_END] = s + ln
             F[f, F_H_CNT] = cnt + 1
             F[f, F_H_FLAGS] |= fl & PSH
-            if fl & PSH:
-                _gro_deliver(W, f, GRO_FLAGS, now)
-            elif ln < F[f, F_H_FIRST]:
-                _gro_deliver(W, f, GRO_SIZE, now)
+            close = tcp_gro_receive_close(fl, ln, F[f, F_H_FIRST], 1, 0)
+            if close != GRO_MERGED:
+                _gro_deliver(W, f, close, now)
             return
         _gro_deliver(W, f, reason, now)
-    F[f, F_H_CNT] = 1
-    F[f, F_H_SEQ] = s
-    F[f, F_H_END] = s + ln
-    F[f, F_H_FIRST] = ln
-    F[f, F_H_FLAGS] = fl
-    F[f, F_H_IPID] = ipid
-    F[f, F_H_TS] = ts
+    _gro_start(F, f, s, ln, fl, ipid, ts)
     F[f, F_H_AGE] = now
-    if fl & PSH:
-        _gro_deliver(W, f, GRO_FLAGS, now)
+    close = tcp_gro_receive_new(fl, ln, 1, 0, False)
+    if close != GRO_MERGED:
+        _gro_deliver(W, f, close, now)
+    elif F[f, F_H_LISTED] == 0:
+        F[f, F_H_LISTED] = 1                          # the poll's flush visits only flows on this list
+        W.HELD[W.G[G_NHELD]] = f
+        W.G[G_NHELD] += 1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _flush_held(W, now, old_only):
+    """Deliver the held aggregates at the end of a poll, flows in ascending order (as the kernel's
+    bucket walk for one flow per bucket); ``old_only``: only those held since an earlier jiffy."""
+    G = W.G
+    F = W.F
+    H = W.HELD
+    n = G[G_NHELD]
+    for i in range(1, n):                             # insertion sort: a handful of flows per poll
+        x = H[i]
+        j = i - 1
+        while j >= 0 and H[j] > x:
+            H[j + 1] = H[j]
+            j -= 1
+        H[j + 1] = x
+    jiffy = now // 1_000_000
+    keep = 0
+    for i in range(n):
+        f = H[i]
+        if F[f, F_H_CNT] > 0 and (not old_only or F[f, F_H_AGE] // 1_000_000 < jiffy):
+            _gro_deliver(W, f, GRO_END_OF_POLL, now)
+        if F[f, F_H_CNT] > 0:
+            H[keep] = f
+            keep += 1
+        else:
+            F[f, F_H_LISTED] = 0
+    G[G_NHELD] = keep
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -287,15 +324,8 @@ def poll(W, now):
         _gro_receive(W, pid, now)
         pk_free(W, pid)
         k += 1
-    if k >= P[P_BUDGET] and G[G_RXH] < G[G_RXT]:
-        # budget used up (__napi_poll, HZ 1000): only aggregates held since an earlier jiffy
-        jiffy = now // 1_000_000
-        for f in range(P[P_FLOWS]):
-            if W.F[f, F_H_CNT] > 0 and W.F[f, F_H_AGE] // 1_000_000 < jiffy:
-                _gro_deliver(W, f, GRO_END_OF_POLL, now)
-    else:
-        for f in range(P[P_FLOWS]):
-            _gro_deliver(W, f, GRO_END_OF_POLL, now)
+    # budget used up (__napi_poll, HZ 1000): only aggregates held since an earlier jiffy; else all
+    _flush_held(W, now, k >= P[P_BUDGET] and G[G_RXH] < G[G_RXT])
     if G[G_RXH] < G[G_RXT]:
         heap_push(W, now, EV_POLL, 0, 0)
     else:

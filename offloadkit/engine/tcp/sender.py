@@ -23,14 +23,14 @@ from ...codes import ACK, PSH
 from ..segment import (NIC_DROP_GSO, NIC_SW_GSO, nic_chunk_size, nic_effective, segment_flags, segment_ip_id,
                        segment_payload, segments_for)
 from .congestion import cc_ssthresh, cong_avoid, hystart
-from .layout import (AK_ACK, AK_N, AK_S0, AK_TSECR, CC_CUBIC, EV_HOP, EV_TIMER, FF_EPOCH, F_BACKOFF, F_CWND,
+from .layout import (AK_ACK, AK_N, AK_S0, AK_TSECR, CC_CUBIC, EV_HOP, EV_TIMER, FF_EPOCH, FP_CC, F_BACKOFF, F_CWND,
                      F_CWND_CNT, F_DUPACKS, F_HIGH_LOST_U, F_HIGH_SACK_U, F_HIGH_SEQ, F_HS_FOUND, F_IPID, F_LOST,
                      F_MARK_PTR, F_MAXOUT, F_MAXOUT_SEQ, F_MIN_RTT, F_MSS, F_NXT_U, F_PRR_OUT, F_RACK_PTR, F_RETRANS,
                      F_RETX_UNITS, F_RTO, F_RTO_STREAK, F_RTTVAR, F_RTX_HINT, F_SACKED, F_SND_NXT, F_SND_UNA, F_SRTT,
                      F_SSTHRESH, F_STATE, F_TAT, F_TEVT, F_TKIND, F_TLP_HIGH, F_TOTAL, F_UNA_U, G_FTOP, G_HN,
                      G_NIC_BUSY, G_NIC_DROP_BYTES, G_NIC_DROP_PKTS, G_RETX_PKTS, G_RETX_UNITS, G_RTOS, G_SENT_BYTES,
                      G_SENT_PKTS, G_TLPS, G_WIRE_BYTES, G_WIRE_PKTS, INF, MAX_TCP_HEADER_1, PK_FLAGS, PK_FLOW,
-                     PK_IPID, PK_IPLEN, PK_LEN, PK_RETX, PK_SEQ, PK_TS, P_CC, P_GSO, P_GSO_MAX_SEGS, P_GSO_MAX_SIZE,
+                     PK_IPID, PK_IPLEN, PK_LEN, PK_RETX, PK_SEQ, PK_TS, P_GSO, P_GSO_MAX_SEGS, P_GSO_MAX_SIZE,
                      P_MAX_RTO, P_MIN_RTO, P_NIC, P_NIC_RATE, P_PRR_UNA, P_PSH_GSO, P_RTX_TSO, P_RWND, P_SACK, P_THL,
                      P_TLP, P_TS, P_TSO, P_UCAP, ST_LOSS, ST_OPEN, ST_RECOVERY, TK_NONE, TK_RTO, TK_TLP, UF_EVER,
                      UF_HEAD, UF_LOST, UF_RETRANS, UF_SACKED)
@@ -398,7 +398,7 @@ def on_ack(W, f, aid, now):
         rtt = now - AK[aid, AK_TSECR]
     if rtt >= 0:
         _rtt_sample(W, f, rtt)
-        if P[P_CC] == CC_CUBIC:
+        if W.FP[f, FP_CC] == CC_CUBIC:
             hystart(W, f, rtt)
     delivered = acked_units + newly_sacked
     # loss detection

@@ -15,16 +15,16 @@ import numpy as np
 from numba import njit
 
 from ...codes import ACK
-from .layout import (AK_ACK, AK_FLOW, AK_LEN_COLS, AK_N, AK_S0, AK_TSECR, FF_LEN, F_LEN, G_ATOP, G_FTOP, G_HN, G_LEN,
-                     G_OVERFLOW, G_RECN, G_RECTOT, G_RNG, G_SEQNO, HEAP_SEQ_MASK, HEAP_SHIFT, HS_COLS, MAX_POINTS,
-                     N_DROP_CODES, PK_FLAGS, PK_FLOW, PK_IPID, PK_IPLEN, PK_LEN, PK_LEN_COLS, PK_RETX, PK_SEQ, PK_TS,
-                     P_AKCAP, P_FLOWS, P_HCAP, P_NHOPS, P_NPOINTS, P_OCAP, P_PKCAP, P_QCAP, P_REC_LIMIT, P_RXCAP,
-                     P_SEED, P_TS, P_UCAP, R_ACK, R_COLS, R_DIR, R_DROP, R_FLAGS, R_FLOW, R_GRO, R_GSO_SEGS,
-                     R_GSO_SIZE, R_IPID, R_IPLEN, R_LEN, R_POINT, R_RETX, R_SACK0, R_SACKN, R_SEQ, R_TIME, R_TSECR,
-                     R_TSVAL, SMP_CAP)
+from .layout import (AK_ACK, AK_FLOW, AK_LEN_COLS, AK_N, AK_S0, AK_TSECR, FF_LEN, FP_LEN, F_LEN, G_ATOP, G_FTOP,
+                     G_HN, G_LEN, G_OVERFLOW, G_RECN, G_RECTOT, G_RNG, G_SEQNO, HEAP_SEQ_MASK, HEAP_SHIFT, HS_COLS,
+                     MAX_POINTS, N_DROP_CODES, PK_FLAGS, PK_FLOW, PK_IPID, PK_IPLEN, PK_LEN, PK_LEN_COLS, PK_RETX,
+                     PK_SEQ, PK_TS, P_AKCAP, P_FLOWS, P_HCAP, P_NHOPS, P_NPOINTS, P_OCAP, P_PKCAP, P_QCAP,
+                     P_REC_LIMIT, P_RXCAP, P_SEED, P_TS, P_UCAP, R_ACK, R_COLS, R_DIR, R_DROP, R_FLAGS, R_FLOW,
+                     R_GRO, R_GSO_SEGS, R_GSO_SIZE, R_IPID, R_IPLEN, R_LEN, R_POINT, R_RETX, R_SACK0, R_SACKN, R_SEQ,
+                     R_TIME, R_TSECR, R_TSVAL, SMP_CAP)
 
 
-World = namedtuple("World", "P HP HL NP G H PK FREE AK AFREE F FF U O REC RXQ HQ HS DROPS SM")
+World = namedtuple("World", "P HP HL NP FP G H PK FREE AK AFREE F FF U O REC RXQ HQ HS DROPS SM HELD")
 
 
 # -- small building blocks ---------------------------------------------------
@@ -222,8 +222,8 @@ def seed_words(seed: int) -> np.ndarray:
     return np.array(words, dtype=np.int64)
 
 
-def make_world(P: np.ndarray, HP: np.ndarray, HL: np.ndarray, NP: np.ndarray) -> World:
-    """Allocate every array the loop needs, sized from the parameter vector."""
+def make_world(P: np.ndarray, HP: np.ndarray, HL: np.ndarray, NP: np.ndarray, FP: np.ndarray) -> World:
+    """Allocate every array the loop needs, sized from the parameter vector (FP: per-flow parameters)."""
     nf = int(P[P_FLOWS])
     nh = int(P[P_NHOPS])
     npts = int(P[P_NPOINTS])
@@ -236,7 +236,7 @@ def make_world(P: np.ndarray, HP: np.ndarray, HL: np.ndarray, NP: np.ndarray) ->
     G = np.zeros(G_LEN + MAX_POINTS, i64)
     G[G_RNG:G_RNG + 4] = seed_words(int(P[P_SEED]))
     return World(
-        P=P, HP=HP, HL=HL, NP=NP, G=G, H=np.zeros((int(P[P_HCAP]), 2), i64),
+        P=P, HP=HP, HL=HL, NP=NP, FP=FP, G=G, H=np.zeros((int(P[P_HCAP]), 2), i64),
         PK=np.zeros((pkcap, PK_LEN_COLS), i64), FREE=np.zeros(pkcap, i64),
         AK=np.zeros((akcap, AK_LEN_COLS), i64), AFREE=np.zeros(akcap, i64),
         F=np.zeros((nf, F_LEN), i64), FF=np.zeros((nf, FF_LEN), np.float64),
@@ -244,13 +244,30 @@ def make_world(P: np.ndarray, HP: np.ndarray, HL: np.ndarray, NP: np.ndarray) ->
         REC=np.empty((max(rec_rows, 1), R_COLS), i64), RXQ=np.zeros(int(P[P_RXCAP]), i64),
         HQ=np.zeros((nh, int(P[P_QCAP]), 2), i64), HS=np.zeros((nh, HS_COLS), i64),
         DROPS=np.zeros((N_DROP_CODES, 2), i64), SM=np.zeros((2 + 2 * nf, SMP_CAP + 1), i64),
+        HELD=np.zeros(nf, i64),
     )
 
 
-def sizes(flows: int, mss_min: int, rwnd: int, queue_pkts_total: int, qcap: int, budget: int) -> dict:
-    """Pool and ring capacities that the loop cannot outgrow for these parameters."""
+def sizes(flows: int, mss_min: int, rwnd: int, queue_pkts_total: int, qcap: int, budget: int,
+          segs_per_mss: int = 1) -> dict:
+    """Pool and ring capacities that the loop cannot outgrow for these parameters.
+
+    ``segs_per_mss``: wire segments the NIC can cut one MSS into (a model that
+    reads a garbled MSS, e.g. rtl8139-clobbered, cuts into tiny segments); the
+    packet pool, the heap and the receive queue grow with it.
+    """
     units = rwnd // max(mss_min, 8) + 4 * 64
     ucap = _pow2(2 * units + 64)
-    pk = flows * (4 * units + 512) + queue_pkts_total + 4096
+    pk = flows * (4 * units * max(segs_per_mss, 1) + 512) + queue_pkts_total + 4096
     return dict(ucap=ucap, ocap=units + 16, pkcap=pk, akcap=flows * (units + 64) + 1024,
                 hcap=pk + flows * (units + 256) + 4096, rxcap=pk, qcap=qcap)
+
+
+def world_bytes(P: np.ndarray) -> int:
+    """Memory ``make_world`` allocates for the parameter vector ``P`` (bytes)."""
+    nf, nh, npts = int(P[P_FLOWS]), int(P[P_NHOPS]), int(P[P_NPOINTS])
+    rows = (int(P[P_HCAP]) * 2 + int(P[P_PKCAP]) * (PK_LEN_COLS + 1) + int(P[P_AKCAP]) * (AK_LEN_COLS + 1)
+            + nf * (F_LEN + FF_LEN + int(P[P_UCAP]) * 5) + nf * int(P[P_OCAP]) * 3
+            + max(int(P[P_REC_LIMIT]) * (npts + 1), 1) * R_COLS + int(P[P_RXCAP])
+            + nh * (int(P[P_QCAP]) * 2 + HS_COLS) + (2 + 2 * nf) * (SMP_CAP + 1) + nf * (FP_LEN + 1))
+    return 8 * rows
