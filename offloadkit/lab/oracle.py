@@ -87,8 +87,11 @@ def arrivals(pcap, out, receiver_ip: str, poll_starts: dict | None = None) -> st
     so ``offloadkit gro --poll-gap 1ms`` ends a NAPI poll exactly there.
     """
     import struct as _st
-    from .packets import ip_to_int
-    dst = ip_to_int(receiver_ip).to_bytes(4, "big")
+    from .packets import ip_to_key
+    v6 = ":" in receiver_ip
+    dst = ip_to_key(receiver_ip) if v6 else ip_to_key(receiver_ip).to_bytes(4, "big")
+    # (ethertype, where the destination address sits, where TCP starts): IPv4 (ihl read) or IPv6
+    eth, at = (b"\x86\xdd", 38) if v6 else (b"\x08\x00", 30)
     data = open(pcap, "rb").read()
     magic = data[:4]
     if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
@@ -103,13 +106,14 @@ def arrivals(pcap, out, receiver_ip: str, poll_starts: dict | None = None) -> st
         rec = data[off:off + 16 + caplen]
         buf = rec[16:]
         off += 16 + caplen
-        if not (len(buf) >= 34 and buf[12:14] == b"\x08\x00" and buf[30:34] == dst):
+        if not (len(buf) >= at + len(dst) and buf[12:14] == eth and buf[at:at + len(dst)] == dst):
             continue
-        if poll_starts and buf[23] == 6:
-            t = 14 + (buf[14] & 0x0F) * 4
+        if poll_starts and buf[20 if v6 else 23] == 6:
+            t = 54 if v6 else 14 + (buf[14] & 0x0F) * 4
             if len(buf) >= t + 8:
                 sport, dport, seq = _st.unpack("!HHI", buf[t:t + 8])
-                key = (int.from_bytes(buf[26:30], "big"), sport, int.from_bytes(buf[30:34], "big"), dport)
+                key = ((0, sport, 0, dport) if v6 else      # the lab reader's 4-tuple (IPv6: src_ip 0)
+                       (int.from_bytes(buf[26:30], "big"), sport, int.from_bytes(buf[30:34], "big"), dport))
                 if seq in poll_starts.get(key, ()):
                     shift += 1
         if shift:

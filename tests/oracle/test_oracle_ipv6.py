@@ -179,3 +179,26 @@ def test_segment_verb_cuts_an_80000_byte_big_tcp_packet_into_55_full_segments_an
     assert (t.ip_len - 40).tolist() == [32 + 1440] * 55 + [32 + 800]     # IPv6 payload length per segment
     assert (t.flow_label == 0x12345).all() and t.seq.tolist()[-1] == 1000 + 55 * 1440
     assert (t.flags[:-1] == 0x10).all() and t.flags[-1] == 0x18
+
+
+# -- GRO: the kit's ``offloadkit gro`` on what reached the receiver = the kernel's aggregates ----
+
+GRO_CASES = [n for n in CASES if n != "v6-bigtcp-ptb-mtu1500"]
+
+
+@pytest.mark.parametrize("name", GRO_CASES)
+def test_ipv6_gro_equals_kernel_given_its_poll_ends(name, tmp_path):
+    """ipv6_gro_receive + tcp6_gro_receive: the same aggregates as the receiver's GRO, boundary for
+    boundary, with the same IPv6 payload length, flags, hop limit and window (poll ends read off the
+    kernel's aggregates, as for IPv4: see offloadkit.lab.oracle)."""
+    from kit_cli import run_verb
+    c = load_case(CAPS / name)
+    starts = oracle.kernel_poll_ends(c["paths"]["rcv"], c["paths"]["router-out"], c["sender_ip"])
+    arrived = oracle.arrivals(c["paths"]["router-out"], tmp_path / "arrivals.pcap", c["receiver_ip"], starts)
+    out = tmp_path / "gro.pcap"
+    code, err = run_verb(["gro", arrived, out, "--napi-budget", "1000000", "--poll-gap", "1ms"])
+    assert code == 0, err
+    rep = oracle.compare_gro(out, c["paths"]["rcv"], c["paths"]["router-out"], c["sender_ip"])
+    assert rep.exact and rep.coinciding >= 20, rep.summary()
+    kit = _read({"paths": {"k": str(out)}, "sender_ip": c["sender_ip"]}, "k")
+    assert set(kit.flow_label[kit.direction == 0].tolist()) <= set(_read(c, "rcv").flow_label.tolist())
