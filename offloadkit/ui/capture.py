@@ -81,6 +81,10 @@ class CaptureReport:
     charts: dict
     match: tuple[str, str] | None
 
+    def __repr__(self) -> str:
+        return (f"<CaptureReport {self.name}: {self.diagnosis.packets} packets, findings "
+                f"{', '.join(sorted(self.diagnosis.kinds()))}>")
+
     def _repr_html_(self) -> str:
         import vl_convert
         d = self.diagnosis
