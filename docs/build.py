@@ -8,6 +8,7 @@ Sphinx with warnings as errors. Nothing in the repository is written.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -45,14 +46,22 @@ def answer_key() -> str:
     return "\n".join(rows)
 
 
-def assemble(src: Path) -> Path:
-    """Write the Sphinx source folder ``src``."""
+def without_widget_state(nb: dict) -> dict:
+    """The notebook without its stored widget state: the site has no widget manager (no CDN), and
+    each JupyterChart's state holds a megabyte of JavaScript; the dashboards' static copies show instead."""
+    nb.get("metadata", {}).pop("widgets", None)
+    return nb
+
+
+def assemble(src: Path, notebooks: Path = ROOT / "notebooks") -> Path:
+    """Write the Sphinx source folder ``src`` (the notebooks from ``notebooks``)."""
     if src.exists():
         shutil.rmtree(src)
     shutil.copytree(HERE, src, ignore=shutil.ignore_patterns("build.py", "screenshots", "__pycache__", "_build"))
     (src / "notebooks").mkdir()
-    for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")):
-        shutil.copy2(nb, src / "notebooks" / nb.name)
+    for nb in sorted(Path(notebooks).glob("[0-9][0-9]-*.ipynb")):
+        (src / "notebooks" / nb.name).write_text(json.dumps(without_widget_state(json.loads(
+            nb.read_text(encoding="utf-8")))), encoding="utf-8")
     (src / "cli.md").write_text(cli_reference() + "\n", encoding="utf-8")
     guide = src / "instructor.md"
     text = guide.read_text(encoding="utf-8")
@@ -62,11 +71,11 @@ def assemble(src: Path) -> Path:
     return src
 
 
-def build(out: Path, quiet: bool = True) -> Path:
+def build(out: Path, quiet: bool = True, notebooks: Path = ROOT / "notebooks") -> Path:
     """Build the site into ``out/html`` (warnings are errors); return that folder."""
     from sphinx.cmd.build import build_main
     out = Path(out).resolve()
-    src = assemble(out / "src")
+    src = assemble(out / "src", notebooks)
     html = out / "html"
     args = ["-W", "--keep-going", "-b", "html", "-d", str(out / "doctrees"), str(src), str(html)]
     if quiet:
@@ -79,9 +88,11 @@ def build(out: Path, quiet: bool = True) -> Path:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", nargs="?", default=str(ROOT / "build" / "docs"), help="output folder (default build/docs)")
+    ap.add_argument("--notebooks", default=str(ROOT / "notebooks"),
+                    help="folder of the notebooks to render (default: the repository's, as stored)")
     ap.add_argument("-v", "--verbose", action="store_true", help="show Sphinx's progress")
     a = ap.parse_args(argv)
-    html = build(Path(a.out), quiet=not a.verbose)
+    html = build(Path(a.out), quiet=not a.verbose, notebooks=Path(a.notebooks))
     print(f"site: {html / 'index.html'}")
     return 0
 
