@@ -22,6 +22,7 @@ from .doctor import diagnose_file
 from .engine.segment import mss_from_mtu
 from .resources import data_dir
 from .ui.intro import one_packet     # the intro model (the ui developer may move it to sim/ this round)
+from .ui.kernel_runs import EXPERIMENTS, stored
 
 __all__ = ["Exercise", "Feedback", "ids", "get", "answer", "check", "by_notebook", "NOTEBOOKS"]
 
@@ -95,6 +96,17 @@ def _largest_clean_mss(encap: str) -> int:
     raise ValueError(f"no MSS from {mss_from_mtu(1500)} down to 501 crosses a {encap} hop")
 
 
+def _kernel_mode(notebook: str, point: str, experiment: int = 0) -> int:
+    """The most frequent payload at ``point`` in the stored kernel runs of one experiment (all runs pooled)."""
+    label = list(EXPERIMENTS[notebook])[experiment]
+    pooled: dict[int, int] = {}
+    for run in stored(notebook)["experiments"][label]["runs"]:
+        for size, n in run.get("kernel", {}).get(point, {}).items():
+            if int(size) >= 64:
+                pooled[int(size)] = pooled.get(int(size), 0) + n
+    return _mode(pooled)
+
+
 def _capture_finding(capture: str, point: str, kind: str):
     d = diagnose_file(data_dir() / "captures" / capture / f"{point}.pcap")
     found = [f for f in d.findings if f.kind == kind]
@@ -116,6 +128,10 @@ _EXERCISES = [
              "bytes", lambda: _largest_clean_mss("PPPoE"),
              "choose encapsulation PPPoE and lower the MSS slider until the 'after hop' trace loses nothing: "
              "PPPoE takes 8 of the 1500 bytes, and IP, TCP and the timestamp option take 52 more"),
+    Exercise("00-kernel-router-out", "Section 7, run A on the real kernel: what payload do most segments carry "
+             "after the router?", "bytes", lambda: _kernel_mode("00", "router-out"),
+             "read the router-out line of run A in section 7 (the kernel's column): the router cut the "
+             "super-packets at the MSS the clamp of 1452 gave"),
     # 01: rtl8139
     Exercise("01-fix-segment-size", "Tick the QEMU 7.2 fix: what TCP payload does every macvtap segment carry?",
              "bytes", lambda: _mode(_run("rtl8139", nic="hw-tso").result.segment_sizes("macvtap")),
