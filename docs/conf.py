@@ -4,6 +4,7 @@ The notebooks are rendered with their stored outputs (myst-nb, no execution);
 nothing is loaded from outside the site (no CDN: widget and MathJax scripts are off).
 """
 import os
+import sys
 
 project = "offloadkit"
 author = "the offloadkit developers"
@@ -34,8 +35,6 @@ napoleon_google_docstring = False
 suppress_warnings = ["mystnb.unknown_mime_type"]
 binder_url = os.environ.get("OFFLOADKIT_BINDER_URL",
                             "https://mybinder.org/v2/gh/offloadkit/offloadkit/HEAD?urlpath=lab/tree/notebooks/")
-
-import sys  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # offloadkit_docs
 html_context = {"binder_url": binder_url}

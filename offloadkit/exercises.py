@@ -14,17 +14,19 @@ from __future__ import annotations
 import functools
 import html
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from . import reports
 from .doctor import diagnose_file
 from .engine.segment import mss_from_mtu
 from .resources import data_dir
-from .ui.intro import one_packet     # the intro model (the ui developer may move it to sim/ this round)
+from .ui.intro import (
+    one_packet,  # the intro model (the ui developer may move it to sim/ this round)
+)
 from .ui.kernel_runs import EXPERIMENTS, stored
 
-__all__ = ["Exercise", "Feedback", "ids", "get", "answer", "check", "by_notebook", "NOTEBOOKS"]
+__all__ = ["NOTEBOOKS", "Exercise", "Feedback", "answer", "by_notebook", "check", "get", "ids"]
 
 NOTEBOOKS = {
     "00": "00-offloads-101.ipynb", "01": "01-rtl8139-tso-mss.ipynb", "02": "02-mpls-gso.ipynb",
@@ -74,7 +76,7 @@ class Feedback:
 
 
 # -- the models behind the answers (cached: a notebook asks each once) -------------------
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _run(report: str, **knobs):
     return reports.get(report).run("broken", **knobs)
 
@@ -212,7 +214,7 @@ def get(exercise_id: str) -> Exercise:
     return _BY_ID[exercise_id]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def answer(exercise_id: str):
     """The expected answer, computed now by the library."""
     value = get(exercise_id).compute()

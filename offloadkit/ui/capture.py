@@ -22,6 +22,7 @@ from ..resources import data_dir
 from ..trace import Trace
 from .views import VegaLite, message_chart, time_sequence
 
+
 def _f(field: str, kind: str, **extra) -> dict:
     return {"field": field, "type": kind, **extra}
 

@@ -196,8 +196,8 @@ def section_text(notebook: str, repeats: int = REPEATS, budget_s: float = 45.0) 
             return f"The lab cannot run here ({res['skipped']}), and {e}."
         p = doc["provenance"]
         head = [f"The lab cannot run here ({res['skipped']})",
-                f"Stored runs instead: {p['repeats']} per setting on Linux {p['kernel']} ({p['machine']}), "
-                f"{p['date']}, made by {p['made_by']}; file offloadkit/data/kernel-runs/{notebook}.json.", ""]
+                (f"Stored runs instead: {p['repeats']} per setting on Linux {p['kernel']} ({p['machine']}), "
+                 f"{p['date']}, made by {p['made_by']}; file offloadkit/data/kernel-runs/{notebook}.json."), ""]
         res = doc
     else:
         head = [f"Runs on this machine's kernel (Linux {platform.release()}), {repeats} per setting:", ""]
@@ -206,8 +206,8 @@ def section_text(notebook: str, repeats: int = REPEATS, budget_s: float = 45.0) 
         body += experiment_text(label, e["runs"])
     verdict = comparison_text(res["experiments"])
     tail = ["", f"Rates: {verdict}" if verdict else "",
-            "(Rates on veth depend on the machine and its load; the sizes do not. "
-            "iperf3's control messages, under 64 bytes, are left out.)"]
+            ("(Rates on veth depend on the machine and its load; the sizes do not. "
+             "iperf3's control messages, under 64 bytes, are left out.)")]
     return "\n".join(head + body + [t for t in tail if t != ""])
 
 
