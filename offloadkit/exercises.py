@@ -180,16 +180,16 @@ _EXERCISES = [
     Exercise("06-mss536-segment", "Pick the capture ts-mss536, point rcv: GRO merged the arriving segments; what "
              "payload did each wire segment carry?", "bytes",
              lambda: int(_capture_finding("ts-mss536", "rcv", "aggregation-ratio").evidence["segment_size"]),
-             "pick ts-mss536/rcv.pcap and read the 'aggregation-ratio' finding: the aggregates are multiples "
+             "pick ts-mss536/rcv and read the 'aggregation-ratio' finding: the aggregates are multiples "
              "of one segment size (iperf3 -M 536 minus 12 bytes of timestamps)"),
     Exercise("06-mss536-ratio", "Same capture: how many wire segments does one packet the receiver saw carry, "
              "on average?", "segments",
              lambda: float(_capture_finding("ts-mss536", "rcv", "aggregation-ratio").evidence["segments_per_packet"]),
-             "read 'segments per packet' in the 'aggregation-ratio' finding of ts-mss536/rcv.pcap", rel=0.03),
+             "read 'segments per packet' in the 'aggregation-ratio' finding of ts-mss536/rcv", rel=0.03),
     Exercise("06-gro-aggregate", "Pick ts-mtu1500, point rcv (GRO on): what is the largest payload the receiver's "
              "tcpdump saw in one packet?", "bytes",
              lambda: int(_capture_finding("ts-mtu1500", "rcv", "aggregates").evidence["largest_payload"]),
-             "pick ts-mtu1500/rcv.pcap and read the 'aggregates' finding, or the largest bar of the sizes chart"),
+             "pick ts-mtu1500/rcv and read the 'aggregates' finding, or the largest bar of the sizes chart"),
 ]
 _BY_ID = {e.id: e for e in _EXERCISES}
 
