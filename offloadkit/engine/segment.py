@@ -107,11 +107,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from ..codes import (ACK, CWR, DROP_GSO_EINVAL, DROP_GSO_EPROTONOSUPPORT, FIN, PSH, GSO_TCP_ACCECN,
-                     GSO_TCP_FIXEDID, CSUM_NONE, CSUM_PARTIAL)
+from ..codes import (ACK, CSUM_NONE, CSUM_PARTIAL, CWR, DROP_GSO_EINVAL, DROP_GSO_EPROTONOSUPPORT, FIN,
+                     GSO_TCP_ACCECN, GSO_TCP_FIXEDID, PSH)
 from ..trace import FIELDS, Trace
 from .csum_math import (IPPROTO_TCP, csum_finish, fold16, ip_base_sum, ip_tot_len_field, pseudo_addr_sum,
-                        tcp_base_sum, tcp_options_sum_kernel, u32_sum, tcp_flags_word)
+                        tcp_base_sum, tcp_flags_word, tcp_options_sum_kernel, u32_sum)
 
 # -- NIC models ----------------------------------------------------------
 NIC_SW_GSO = 0

@@ -9,8 +9,8 @@ length, or from the hop-by-hop jumbo option of a BIG TCP packet (payload length 
 from __future__ import annotations
 
 import socket
-from decimal import Decimal
 import struct
+from decimal import Decimal
 
 import numpy as np
 
@@ -54,9 +54,9 @@ def _ipv6(ip: bytes):
         nh, off = ip[off], off + (ip[off + 1] + 1) * 8
     if nh != 6 or len(ip) < off + 20:
         return None
-    return dict(ip_version=6, tos=(word0 >> 20) & 0xFF, flow_label=word0 & 0xFFFFF, ttl=hlim, ip_hlen=off,
-                ip_len=40 + plen, hbh_jumbo=jumbo, src_ip6=list(ip[8:24]), dst_ip6=list(ip[24:40]),
-                src_ip=0, dst_ip=0, ip_id=0, df=True, frag=0, ip_csum=0), off
+    return {"ip_version": 6, "tos": (word0 >> 20) & 0xFF, "flow_label": word0 & 0xFFFFF, "ttl": hlim,
+            "ip_hlen": off, "ip_len": 40 + plen, "hbh_jumbo": jumbo, "src_ip6": list(ip[8:24]),
+            "dst_ip6": list(ip[24:40]), "src_ip": 0, "dst_ip": 0, "ip_id": 0, "df": True, "frag": 0, "ip_csum": 0}, off
 
 
 def ip_to_int(addr: str) -> int:
@@ -115,9 +115,9 @@ def read_headers(path, point: str = "capture", sender_ip: str | None = None) -> 
         for ts, buf in reader:
             frame += 1
             vx = vxlan_inner(buf)                      # the TCP packet inside a VXLAN frame
-            tunnel = dict(vni=-1, outer_udp_csum=-1, l2_bytes=14)
+            tunnel = {"vni": -1, "outer_udp_csum": -1, "l2_bytes": 14}
             if vx is not None:
-                tunnel = dict(vni=vx[1], outer_udp_csum=vx[2], l2_bytes=14 + len(buf) - len(vx[0]))
+                tunnel = {"vni": vx[1], "outer_udp_csum": vx[2], "l2_bytes": 14 + len(buf) - len(vx[0])}
                 buf = vx[0]
             if len(buf) < 14 + 20 or buf[12:14] not in (b"\x08\x00", b"\x86\xdd"):
                 continue
@@ -133,11 +133,11 @@ def read_headers(path, point: str = "capture", sender_ip: str | None = None) -> 
                 if ip[0] >> 4 != 4 or ip[9] != 6 or len(ip) < ihl + 20:
                     continue
                 tot_len, ip_id, frag = struct.unpack("!HHH", ip[2:8])
-                hdr = dict(ip_version=4, src_ip=struct.unpack("!I", ip[12:16])[0],
-                           dst_ip=struct.unpack("!I", ip[16:20])[0], ip_id=ip_id, ttl=ip[8], tos=ip[1],
-                           df=bool(frag & 0x4000), frag=frag & 0xBFFF, ip_hlen=ihl, ip_len=tot_len,
-                           ip_csum=struct.unpack("!H", ip[10:12])[0], flow_label=0, hbh_jumbo=False,
-                           src_ip6=[0] * 16, dst_ip6=[0] * 16)
+                hdr = {"ip_version": 4, "src_ip": struct.unpack("!I", ip[12:16])[0],
+                       "dst_ip": struct.unpack("!I", ip[16:20])[0], "ip_id": ip_id, "ttl": ip[8], "tos": ip[1],
+                       "df": bool(frag & 0x4000), "frag": frag & 0xBFFF, "ip_hlen": ihl, "ip_len": tot_len,
+                       "ip_csum": struct.unpack("!H", ip[10:12])[0], "flow_label": 0, "hbh_jumbo": False,
+                       "src_ip6": [0] * 16, "dst_ip6": [0] * 16}
             tcp = ip[ihl:]
             sport, dport, seq, ack, off_flags, win, tcsum = struct.unpack("!HHIIHHH", tcp[:18])
             thlen = (off_flags >> 12) * 4

@@ -3,13 +3,14 @@ import ipaddress
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import segment_ref as ref
 
 from offloadkit import codes
 from offloadkit.codes import ACK, CWR, FIN, PSH
 from offloadkit.engine import segment as sg
 from offloadkit.trace import Trace
-from reference import segment_ref as ref
 
 SRC6 = list(ipaddress.IPv6Address("2001:2::1:1").packed)
 DST6 = list(ipaddress.IPv6Address("2001:2::2:2").packed)
@@ -120,7 +121,7 @@ def test_rtl8139_models_segment_ipv6_in_software():
 @st.composite
 def traces6(draw):
     n = draw(st.integers(1, 8))
-    ints = lambda lo, hi: draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n))  # noqa: E731
+    ints = lambda lo, hi: draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n))
     addr = st.lists(st.integers(0, 255), min_size=16, max_size=16)
     ext = draw(st.lists(st.sampled_from([0, 0, 8, 16]), min_size=n, max_size=n))
     jumbo = draw(st.lists(st.booleans(), min_size=n, max_size=n))

@@ -164,6 +164,7 @@ DST6 = ipaddress.IPv6Address("2001:2::2").packed
 
 def test_segment_verb_cuts_an_80000_byte_big_tcp_packet_into_55_full_segments_and_the_rest(tmp_path):
     from kit_cli import run_verb
+
     from offloadkit.io.pcap import write_records
     from offloadkit.io.records import Record
     frame = _big_tcp_frame(80000)
