@@ -18,8 +18,12 @@ kept and the segments share the packet's timestamp. Frames are decoded by
   BIG TCP packet's hop-by-hop jumbo header (payload length 0) is taken out of
   every segment (``ipv6_hopopt_jumbo_remove``); IPv4 BIG TCP (total length 0)
   gets each segment's real total length;
-- tunnelled super-packets (VXLAN, IPIP) are not segmented yet: they are copied
-  and counted (``SegmentRun.unsegmented``), and the verb says so;
+- VXLAN over IPv4 without outer UDP checksum (``skb_udp_tunnel_segment``): the
+  inner packet is cut as a plain one; per segment the outer IPv4 total length,
+  ID (the super-packet's + k) and header checksum and the outer UDP length are
+  patched (outer checksum 0 stays 0). Other tunnelled super-packets (outer UDP
+  checksum set, IPIP) are copied and counted (``SegmentRun.unsegmented``), and
+  the verb says so;
 - TCP checksum: PARTIAL segments (``sw-gso`` with TX checksum offload) carry the
   pseudo-header sum, as tcpdump sees it on the sending host; the others the full
   checksum over the real payload bytes (of a zero payload where it was not captured);
@@ -65,7 +69,7 @@ def super_packet(rec: Record, mss: int):
     row, lay = got
     if row["payload_len"] <= mss or row.get("frag", 0) & 0x2000 or lay.pay > lay.frame_len:
         return None
-    if lay.outer >= 0:
+    if lay.outer >= 0 and not (lay.udp >= 0 and lay.outer_ver == 4 and row["outer_udp_csum"] == 0):
         return "tunnel"
     return (row, lay) if lay.ver in (4, 6) else None
 
@@ -106,13 +110,13 @@ def segment_records(records: list[Record], mss: int, nic: str = "sw-gso", tx_csu
             run.dropped += 1
             continue
         row, lay = heads[i]
-        for j in rows:
-            out.append(_segment_record(rec, row, lay, s, j))
+        for k, j in enumerate(rows):
+            out.append(_segment_record(rec, row, lay, s, j, k))
         run.segments += len(rows)
     return run
 
 
-def _segment_record(rec: Record, row: dict, lay: Layout, s: dict, j: int) -> Record:
+def _segment_record(rec: Record, row: dict, lay: Layout, s: dict, j: int, k: int) -> Record:
     buf = rec.data[:lay.frame_len]
     l3, ihl, thl = lay.ip, lay.ihl, lay.thl
     t = l3 + ihl
@@ -121,6 +125,8 @@ def _segment_record(rec: Record, row: dict, lay: Layout, s: dict, j: int) -> Rec
     l2 = bytearray(buf[:l3])
     if lay.pppoe >= 0:
         struct.pack_into("!H", l2, lay.pppoe + 4, (ip_len + 2) & 0xFFFF)
+    if lay.udp >= 0:
+        udp_tunnel_segment_header(l2, lay, ip_len, k)
     if lay.ver == 6:
         iph = ipv6_segment_header(buf[l3:t], s["ip_hlen"][j], ip_len)
         src, dst = buf[l3 + 8:l3 + 24], buf[l3 + 24:l3 + 40]
@@ -147,6 +153,17 @@ def _segment_record(rec: Record, row: dict, lay: Layout, s: dict, j: int) -> Rec
     struct.pack_into("!H", tcph, 16, check)
     data, orig = append_fcs(bytes(l2) + bytes(iph) + bytes(tcph) + bytes(known), l3 + ip_len, rec.fcs)
     return Record(rec.frame, rec.time_ns, rec.linktype, data, orig, rec.fcs)
+
+
+def udp_tunnel_segment_header(l2: bytearray, lay: Layout, ip_len: int, k: int) -> None:
+    """Segment k's outer headers of a VXLAN super-packet (outer IPv4, UDP checksum 0), in place:
+    ``uh->len = skb->len - udp_offset``; outer ``inet_gso_segment``: total length, ID + k, checksum."""
+    o, u, inner = lay.outer, lay.udp, len(l2)
+    struct.pack_into("!H", l2, u + 4, inner - u + ip_len)
+    oid = struct.unpack_from("!H", l2, o + 4)[0]
+    struct.pack_into("!HH", l2, o + 2, inner - o + ip_len, (oid + k) & 0xFFFF)
+    struct.pack_into("!H", l2, o + 10, 0)
+    struct.pack_into("!H", l2, o + 10, ip_header_checksum(bytes(l2[o:o + (l2[o] & 0x0F) * 4])))
 
 
 def ipv6_segment_header(hdr: bytes, ip_hlen: int, ip_len: int) -> bytearray:
