@@ -246,7 +246,7 @@ def _poll_end(S, O, m, nb, mh, t, last_close, bcount, budget_used, queue_empty, 
     return m
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _ip_id_flush(S, s, fixed_bit, id_new, id_head, df_new, ipid_df):
     """inet_gro_flush's ID rule on one IPv4 header; records the slot's fixed-ID bit. True -> flush."""
     if inet_gro_id_fixed(id_new, id_head, S[s, S_CNT], df_new, ipid_df):
@@ -254,7 +254,7 @@ def _ip_id_flush(S, s, fixed_bit, id_new, id_head, df_new, ipid_df):
     return inet_gro_flush_id(id_new, id_head, S[s, S_CNT], (S[s, S_FIXED] & fixed_bit) != 0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _find_held(S, sf, b, mh, fkey):
     """The slot holding a packet of flow ``fkey`` in bucket ``b``, or -1 [gro_list_prepare]."""
     for k in range(mh):
@@ -264,7 +264,7 @@ def _find_held(S, sf, b, mh, fkey):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _merge_reason(i, p, S, s, flags, window, plen, seq, ack, optk, hlen, netk, is_v4, ipid, df, onet, oid,
                   has_outer, gso, encap, soft, cwr_old, ipid_df, max_size):
     """Why row ``i`` cannot merge into the packet held in slot ``s`` (head row ``p``), or GRO_MERGED."""
@@ -288,7 +288,7 @@ def _merge_reason(i, p, S, s, flags, window, plen, seq, ack, optk, hlen, netk, i
     return r
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _merge(S, s, pl, cnt, fl):
     """Append a segment to the packet held in slot ``s`` [skb_gro_receive]."""
     S[s, S_SEQEND] = (S[s, S_SEQEND] + pl) & 0xFFFFFFFF
@@ -298,7 +298,7 @@ def _merge(S, s, pl, cnt, fl):
     S[s, S_FLOR] |= fl & (FIN | PSH)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _start_reason(S, b, mh, tkey, pl, fl, soft, last_close):
     """The reason of a packet with nothing of its flow held: pure ACK, CB.flush, another flow of the
     same 5-tuple held (GRO_NOT_SAME_FLOW), why the flow's previous packet left, or GRO_FIRST."""
@@ -313,7 +313,7 @@ def _start_reason(S, b, mh, tkey, pl, fl, soft, last_close):
     return last_close[tkey] if last_close[tkey] != NO_CLOSE else GRO_FIRST
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _hold(S, sf, bcount, O, m, b, mh, i, t, age, hz, seq, pl, base_len, cnt, gso, tkey, fkey, last_close):
     """Hold row ``i`` as a new packet of its bucket; a full bucket completes its oldest [gro_flush_oldest]."""
     if bcount[b] >= mh:
