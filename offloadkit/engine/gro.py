@@ -265,30 +265,6 @@ def _find_held(S, sf, b, mh, fkey):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _merge_reason(i, p, S, s, flags, window, plen, seq, ack, optk, hlen, netk, is_v4, ipid, df, onet, oid,
-                  has_outer, gso, encap, soft, cwr_old, ipid_df, max_size):
-    """Why row ``i`` cannot merge into the packet held in slot ``s`` (head row ``p``), or GRO_MERGED."""
-    pl = np.int64(plen[i])
-    r = tcp_gro_receive_flush(cwr_old, np.int64(flags[i]), np.int64(flags[p]), window[i], window[p], pl,
-                              np.int64(seq[i]), S[s, S_SEQEND], ack[i], ack[p], hlen[i], hlen[p], optk[i], optk[p])
-    if r != GRO_PURE_ACK:
-        # the network rules are evaluated in any case (they update the fixed-ID bits)
-        id_flush = is_v4[i] and _ip_id_flush(S, s, 2, ipid[i], ipid[p], df[i], ipid_df)
-        outer_flush = has_outer and onet[i] >= 0 and (onet[i] != onet[p]
-                                                       or _ip_id_flush(S, s, 1, oid[i], oid[p], True, ipid_df))
-        net = inet_gro_flush(netk[i], netk[p], id_flush, outer_flush)
-        if r == GRO_MERGED:
-            r = net
-    if r == GRO_MERGED:
-        r = tcp_gro_receive_mss(pl, S[s, S_MSS], np.int64(gso[i]))
-    if r == GRO_MERGED:
-        r = skb_gro_receive(S[s, S_LEN], pl, 65536 if encap[i] and max_size > 65536 else max_size)
-    if r == GRO_MERGED and soft[i]:
-        r = GRO_IP_RULE                                              # CB.flush from the IP layer
-    return r
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _merge(S, s, pl, cnt, fl):
     """Append a segment to the packet held in slot ``s`` [skb_gro_receive]."""
     S[s, S_SEQEND] = (S[s, S_SEQEND] + pl) & 0xFFFFFFFF
@@ -389,8 +365,23 @@ def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, 
         if s >= 0:
             p = S[s, S_ROW]
             mss = S[s, S_MSS]
-            r = _merge_reason(i, p, S, s, flags, window, plen, seq, ack, optk, hlen, netk, is_v4, ipid, df, onet,
-                              oid, has_outer, gso, encap, soft, cwr_old, ipid_df, max_size)
+            # why row i cannot merge into the held packet (head row p), or GRO_MERGED [tcp_gro_receive]
+            r = tcp_gro_receive_flush(cwr_old, fl, np.int64(flags[p]), window[i], window[p], pl, np.int64(seq[i]),
+                                      S[s, S_SEQEND], ack[i], ack[p], hlen[i], hlen[p], optk[i], optk[p])
+            if r != GRO_PURE_ACK:
+                # the network rules are evaluated in any case (they update the fixed-ID bits)
+                id_flush = is_v4[i] and _ip_id_flush(S, s, 2, ipid[i], ipid[p], df[i], ipid_df)
+                outer_flush = has_outer and onet[i] >= 0 and (onet[i] != onet[p]
+                                                               or _ip_id_flush(S, s, 1, oid[i], oid[p], True, ipid_df))
+                net = inet_gro_flush(netk[i], netk[p], id_flush, outer_flush)
+                if r == GRO_MERGED:
+                    r = net
+            if r == GRO_MERGED:
+                r = tcp_gro_receive_mss(pl, mss, np.int64(gso[i]))
+            if r == GRO_MERGED:
+                r = skb_gro_receive(S[s, S_LEN], pl, 65536 if encap[i] and max_size > 65536 else max_size)
+            if r == GRO_MERGED and soft[i]:
+                r = GRO_IP_RULE                                      # CB.flush from the IP layer
             if r == GRO_MERGED:
                 reason[i] = GRO_MERGED
                 owner[i] = p

@@ -4,8 +4,8 @@ Each function is named after the kernel function whose rule it carries out
 (net/ipv4/tcp_offload.c, net/ipv4/af_inet.c, net/core/gro.c) and returns a
 ``codes.GRO_*`` name: ``GRO_MERGED`` (0) when the rule lets the packet merge,
 else the reason of the aggregate boundary. The kernel ORs its flush bits
-(``flush |= ...``); the kit reports the first rule that fired, in the order
-written here. Both GROs of the kit call these functions: the batch GRO over a
+(``flush |= ...``); the kit reports the first rule that fires, in the order
+written here (one test per rule). Both GROs of the kit call these functions: the batch GRO over a
 trace (``engine.gro.gro_kernel``) and the TCP loop's receiver
 (``engine.tcp.receiver``), so there is one GRO.
 """
@@ -19,12 +19,6 @@ from ..codes import (CWR, FIN, GRO_ACK_DIFFERS, GRO_CHECKSUM, GRO_FLAGS, GRO_IP_
 
 FLUSH_FLAGS = URG | PSH | RST | SYN | FIN
 KIND_GRO, KIND_IP_LAYER, KIND_CSUM, KIND_OFF = 0, 1, 2, 3     # how a packet reaches GRO (gro_kernel's ``kind``)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _first(reason, fired, code):
-    """The reason so far, or ``code`` when this rule fired and none did before (``flush |= ...``)."""
-    return code if reason == GRO_MERGED and fired else reason
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -58,14 +52,19 @@ def tcp_gro_receive_flush(cwr_old, flags, head_flags, window, head_window, plen,
     payload present, contiguous sequence, equal ack, byte-identical options.
     """
     mask = 0x1FF & ~(FIN | PSH | (CWR if cwr_old else 0))
-    r = GRO_MERGED
-    r = _first(r, bool(cwr_old) and (flags & CWR) != 0, GRO_FLAGS)                  # flush |= flags & CWR
-    r = _first(r, ((flags ^ head_flags) & mask) != 0 or window != head_window, GRO_FLAGS)
-    r = _first(r, plen == 0, GRO_PURE_ACK)
-    r = _first(r, seq != head_seq_end, GRO_SEQ_GAP)                              # th2->seq + len ^ th->seq
-    r = _first(r, ack != head_ack, GRO_ACK_DIFFERS)                              # th->ack_seq ^ th2->ack_seq
-    r = _first(r, hlen != head_hlen or optk != head_optk, GRO_OPTIONS_DIFFER)    # options byte for byte
-    return r
+    if cwr_old and (flags & CWR) != 0:                      # flush |= flags & CWR (the old rule)
+        return GRO_FLAGS
+    if ((flags ^ head_flags) & mask) != 0 or window != head_window:   # the flag word, window included
+        return GRO_FLAGS
+    if plen == 0:
+        return GRO_PURE_ACK
+    if seq != head_seq_end:                                 # th2->seq + len ^ th->seq
+        return GRO_SEQ_GAP
+    if ack != head_ack:                                     # th->ack_seq ^ th2->ack_seq
+        return GRO_ACK_DIFFERS
+    if hlen != head_hlen or optk != head_optk:              # options, byte for byte
+        return GRO_OPTIONS_DIFFER
+    return GRO_MERGED
 
 
 @njit(cache=True, nogil=True, inline="always")
