@@ -321,8 +321,27 @@ def assemble(sc: Scenario, W: K.World) -> Result:
 
 
 def simulate(scenario: Scenario, trace: bool = True) -> Result:
-    """Simulate ``scenario``; see :class:`Result`. ``trace=False``: no packet traces (statistics only;
-    the same as ``trace_limit=0``). A partial run (``Result.partial``) also raises a RuntimeWarning."""
+    """Simulate ``scenario``: TCP flows through the sender's offloads, the path and the receiver.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        The flows, the sender's NIC, the hops and the receiver.
+    trace : bool
+        Record packet traces (default). ``False``: statistics only, the same as ``trace_limit=0``.
+
+    Returns
+    -------
+    Result
+        Goodput, drops, retransmissions and the packets at every capture point
+        (``result.at(point)``, ``result.segment_sizes(point)``). ``result.partial`` is True (and a
+        RuntimeWarning is raised) when the run ran out of room or time.
+
+    Raises
+    ------
+    ValueError
+        If ``scenario`` is not a :class:`Scenario`, or the run cannot fit (``sim.pack.check_feasible``).
+    """
     if not isinstance(scenario, Scenario):
         raise ValueError(f"simulate() needs a Scenario, not {type(scenario).__name__}")
     if not trace:
