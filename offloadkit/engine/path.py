@@ -1,6 +1,6 @@
 """Network path: encapsulation overheads and per-hop MTU checks.
 
-A ``Hop`` is a link with an MTU. Definition used throughout:
+A hop is a link with an MTU (``sim.scenario.Hop``; here plain ints). Definition used throughout:
 ``mtu_bytes`` is the MTU of the hop's carrier link (e.g. 1500 for the
 Ethernet under a PPPoE session). Encapsulation headers that ride *inside*
 that MTU (the hop's own ``encap`` plus any the packet already carries in its
@@ -16,7 +16,7 @@ counts only if you put ENC_VLAN on the hop or the packet.)
 
 A DF packet that does not fit is dropped: silently (``DROP_MTU_SILENT``, a
 PMTUD black hole as in report 000) or with an ICMP "fragmentation needed"
-sent back (``DROP_MTU_ICMP``), per ``Hop.icmp``. IP fragmentation is not
+sent back (``DROP_MTU_ICMP``), per the hop's ``icmp``. IP fragmentation is not
 modelled: a non-DF packet over the MTU passes whole. Rows already dropped
 keep their reason. Encapsulation is added and removed on the hop, so the
 ``encap`` column is not changed.
@@ -25,8 +25,6 @@ The TCP simulator can call ``mtu_drop_reason`` (one packet) or
 ``mtu_check_kernel`` (arrays) from njit code.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -87,51 +85,37 @@ def _encap_names(encap: int, mpls_labels: int) -> str:
     return " + ".join(parts) or "no encapsulation"
 
 
-@dataclass(frozen=True)
-class Hop:
-    """A link with an MTU. ``encap``: codes.ENC_* bits this hop adds inside its MTU;
-    ``mpls_labels``: labels pushed when ENC_MPLS; ``icmp``: send ICMP frag-needed on drops."""
-
-    mtu_bytes: int = 1500
-    encap: int = 0
-    icmp: bool = False
-    mpls_labels: int = 1
-
-    def __post_init__(self):
-        for name in ("mtu_bytes", "encap", "mpls_labels"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise ValueError(f"Hop {name} must be an integer, not {v!r}")
-        if not IPV4_MIN_MTU <= self.mtu_bytes <= 65535:
-            raise ValueError(f"Hop MTU {self.mtu_bytes} is outside {IPV4_MIN_MTU}..65535 "
-                             f"({IPV4_MIN_MTU} is the IPv4 minimum)")
-        if self.encap & ~ENC_ALL:
-            raise ValueError(f"Hop encap {self.encap:#x} has unknown bits; combine codes.ENC_VLAN, ENC_MPLS, "
-                             f"ENC_PPPOE, ENC_VXLAN")
-        if not 1 <= self.mpls_labels <= MAX_MPLS_LABELS:
-            raise ValueError(f"Hop mpls_labels {self.mpls_labels} is outside 1..{MAX_MPLS_LABELS}")
-        if self.ip_mtu_bytes < IPV4_MIN_MTU:
-            raise ValueError(f"Hop MTU {self.mtu_bytes} minus {_encap_names(self.encap, self.mpls_labels)} "
-                             f"leaves {self.ip_mtu_bytes} bytes for IP; IPv4 needs at least {IPV4_MIN_MTU}")
-
-    @property
-    def overhead_bytes(self) -> int:
-        return int(encap_overhead_bytes(self.encap, self.mpls_labels))
-
-    @property
-    def ip_mtu_bytes(self) -> int:
-        """The largest IP packet (without encapsulation of its own) that fits: e.g. 1492 for PPPoE."""
-        return self.mtu_bytes - self.overhead_bytes
+def check_hop(mtu_bytes: int, encap: int = 0, mpls_labels: int = 1) -> int:
+    """The IP MTU of a hop (``mtu_bytes`` minus the overhead of its ``encap`` bits: 1492 for PPPoE over
+    1500); ValueError naming the bad field. ``sim.scenario.Hop`` is the hop of the kit; its fields
+    (``mtu``, ``encap_bits``, ``mpls_labels``) are what this checks."""
+    for name, v in (("mtu_bytes", mtu_bytes), ("encap", encap), ("mpls_labels", mpls_labels)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ValueError(f"hop {name} must be an integer, not {v!r}")
+    if not IPV4_MIN_MTU <= mtu_bytes <= 65535:
+        raise ValueError(f"hop MTU {mtu_bytes} is outside {IPV4_MIN_MTU}..65535 ({IPV4_MIN_MTU} is the IPv4 minimum)")
+    if encap & ~ENC_ALL:
+        raise ValueError(f"hop encap {encap:#x} has unknown bits; combine codes.ENC_VLAN, ENC_MPLS, ENC_PPPOE, "
+                         f"ENC_VXLAN")
+    if not 1 <= mpls_labels <= MAX_MPLS_LABELS:
+        raise ValueError(f"hop mpls_labels {mpls_labels} is outside 1..{MAX_MPLS_LABELS}")
+    ip_mtu = int(mtu_bytes) - int(encap_overhead_bytes(encap, mpls_labels))
+    if ip_mtu < IPV4_MIN_MTU:
+        raise ValueError(f"hop MTU {mtu_bytes} minus {_encap_names(encap, mpls_labels)} leaves {ip_mtu} bytes "
+                         f"for IP; IPv4 needs at least {IPV4_MIN_MTU}")
+    return ip_mtu
 
 
-def apply_hop(trace: Trace, hop: Hop) -> Trace:
-    """The trace after ``hop``: rows that do not fit are kept, marked in the ``drop`` column."""
-    if not isinstance(hop, Hop):
-        raise ValueError(f"apply_hop needs a Hop, not {type(hop).__name__}")
+def apply_hop(trace: Trace, mtu_bytes: int, encap: int = 0, icmp: bool = False, mpls_labels: int = 1) -> Trace:
+    """The trace after a hop of carrier MTU ``mtu_bytes`` adding the ``encap`` bits (codes.ENC_*):
+    rows that do not fit are kept, marked in the ``drop`` column (``icmp``: DROP_MTU_ICMP, else
+    DROP_MTU_SILENT). With a ``sim.scenario.Hop`` h: ``apply_hop(t, h.mtu, h.encap_bits, h.icmp,
+    h.mpls_labels)``."""
+    check_hop(mtu_bytes, encap, mpls_labels)
     c = trace.columns
     out = np.empty(len(trace), dtype=c["drop"].dtype)
-    mtu_check_kernel(c["ip_len"], c["df"], c["encap"], c["mpls_labels"], c["drop"], hop.mtu_bytes,
-                     hop.encap, hop.mpls_labels, bool(hop.icmp), out)
+    mtu_check_kernel(c["ip_len"], c["df"], c["encap"], c["mpls_labels"], c["drop"], int(mtu_bytes),
+                     int(encap), int(mpls_labels), bool(icmp), out)
     return trace.replace(drop=out)
 
 
@@ -140,12 +124,12 @@ def delivered(trace: Trace) -> Trace:
     return trace[trace.columns["drop"] == DROP_NONE]
 
 
-def pass_hop(trace: Trace, hop: Hop) -> Trace:
-    """The rows that come out of ``hop`` (``delivered(apply_hop(trace, hop))``)."""
-    return delivered(apply_hop(trace, hop))
+def pass_hop(trace: Trace, mtu_bytes: int, encap: int = 0, icmp: bool = False, mpls_labels: int = 1) -> Trace:
+    """The rows that come out of the hop (``delivered(apply_hop(...))``)."""
+    return delivered(apply_hop(trace, mtu_bytes, encap, icmp, mpls_labels))
 
 
 def warmup() -> None:
     t = Trace.from_columns(ip_len=[1500, 1492], df=[True, True])
-    apply_hop(t, Hop(1500, encap=ENC_PPPOE))
-    apply_hop(t, Hop(1500, encap=ENC_MPLS, icmp=True, mpls_labels=2))
+    apply_hop(t, 1500, ENC_PPPOE)
+    apply_hop(t, 1500, ENC_MPLS, icmp=True, mpls_labels=2)

@@ -182,7 +182,7 @@ class Nic:
 class Hop:
     """One link of the path: a FIFO queue, a serializer, a propagation delay, an MTU.
 
-    ``mtu``: the MTU of the hop's carrier link, as in ``engine.path.Hop``:
+    ``mtu``: the MTU of the hop's carrier link, as in ``engine.path.apply_hop``:
     the hop's encapsulations ("vlan", "mpls", "pppoe", "vxlan") ride inside
     it, so PPPoE over a 1500-byte link forwards IP packets up to 1492 (the
     same as ``mtu=1492`` without encapsulation). A bigger (DF) packet is

@@ -35,9 +35,10 @@ import numpy as np
 from .. import codes
 from ..engine import checksum
 from ..engine.gro import GroParams, GroResult, gro
-from ..engine.path import Hop, apply_hop
+from ..engine.path import apply_hop
 from ..engine.segment import check_mss_fits, segment, tcp_options_bytes
 from ..io.tcpdump import render
+from ..sim.scenario import Hop
 from ..trace import Trace
 from . import views
 from .dashboard import Dashboard, apply_overrides, choice, int_slider, toggle
@@ -152,7 +153,7 @@ def one_packet(mss: int = 1448, mtu: int = 1500, payload: int = 2880, tso: bool 
     if encap not in ENCAPS:
         raise ValueError(f"unknown encapsulation {encap!r}; choose one of {', '.join(ENCAPS)}")
     check_mss_fits(mss, mtu, timestamps=True)
-    hop = Hop(mtu_bytes=int(mtu), encap=ENCAPS[encap])
+    hop = Hop(mtu=int(mtu), encap=(encap.lower(),) if ENCAPS[encap] else ())
     notes = []
     sp = super_packet(int(payload), int(mss))
     gso = bool(tso) and bool(sp.gso_size[0] > 0)
@@ -180,7 +181,7 @@ def one_packet(mss: int = 1448, mtu: int = 1500, payload: int = 2880, tso: bool 
         notes.append(f"The NIC model ({NICS[nic]}) only matters when it does the segmenting (TSO on).")
     wire = _on_wire(wire)
     sent = wire[wire.drop == codes.DROP_NONE]
-    hop_t = apply_hop(sent, hop)
+    hop_t = apply_hop(sent, hop.mtu, hop.encap_bits, hop.icmp, hop.mpls_labels)
     arrived = hop_t[hop_t.drop == codes.DROP_NONE]
     g = gro(arrived, GroParams(enabled=bool(gro_on), rx_csum="unnecessary" if csum_offload else "none",
                                poll_gap_ns=None))
@@ -199,7 +200,7 @@ def one_packet(mss: int = 1448, mtu: int = 1500, payload: int = 2880, tso: bool 
     if n_hop_drop:
         big = int(hop_t.ip_len[hop_t.drop != 0].max())
         notes.append(f"{n_hop_drop} packet(s) of up to {big} IP bytes did not fit the hop: MTU {mtu} "
-                     f"- {encap if encap != 'none' else 'no encapsulation'} ({hop.overhead_bytes}) leaves "
+                     f"- {encap if encap != 'none' else 'no encapsulation'} ({hop.encap_overhead_bytes}) leaves "
                      f"{hop.ip_mtu_bytes}; dropped silently (no ICMP: a PMTUD black hole).")
     settings = dict(mss=mss, mtu=mtu, payload=payload, tso=tso, gro=gro_on, csum_offload=csum_offload,
                     nic=nic, encap=encap)

@@ -8,11 +8,10 @@ import pytest
 from doctor.test_doctor_flows import on_wire, transfer, with_resends
 
 from offloadkit import cli
-from offloadkit import codes as C
 from offloadkit.doctor import diagnose_file
-from offloadkit.engine.path import Hop
 from offloadkit.io.capture import read_capture
 from offloadkit.io.pcap import write_pcap
+from offloadkit.sim.scenario import Hop
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_PCAPS = sorted((ROOT / "tests" / "data").glob("*.pcap*"))
@@ -23,7 +22,7 @@ REAL_PCAPS = sorted((ROOT / "offloadkit" / "data" / "captures").glob("*/*.pcap")
 def broken(tmp_path_factory):
     """A wire capture of report 000's flow before the PPPoE hop (1448/1432, 1448s resent as 1440)."""
     wire = on_wire(transfer(n_super=30, seg=1440, k=2, peer_mss=1452, side="wire"), nic="rtl8139-legacy")
-    before, _ = with_resends(wire, Hop(1500, C.ENC_PPPOE), 1440)
+    before, _ = with_resends(wire, Hop(mtu=1500, encap=("pppoe",)), 1440)
     path = tmp_path_factory.mktemp("doctor") / "rtl.pcap"
     write_pcap(path, before)
     return path

@@ -8,8 +8,8 @@ from test_doctor_flows import on_wire, transfer, with_resends
 from offloadkit import codes as C
 from offloadkit.doctor import Finding, diagnose, diagnose_file
 from offloadkit.engine.gro import GroParams, gro
-from offloadkit.engine.path import Hop
 from offloadkit.io.pcap import write_pcap
+from offloadkit.sim.scenario import Hop
 from offloadkit.trace import Trace
 
 
@@ -70,7 +70,7 @@ def test_pmtud_that_works_is_not_a_black_hole(tmp_path):
     """1448-byte segments dropped (ICMP), resent at 1440 once the ICMP arrived, then the sender
     uses 1440: no alarm. (The same drops with 1448s still sent after the resends are a black hole.)"""
     first = on_wire(transfer(n_super=3, seg=1448, k=2, side="wire"))
-    before, _ = with_resends(first, Hop(1500, C.ENC_PPPOE, icmp=True), 1440, delay_ns=3_000_000)
+    before, _ = with_resends(first, Hop(mtu=1500, encap=("pppoe",), icmp=True), 1440, delay_ns=3_000_000)
     t_end = int(before.time_ns.max())
     rest = on_wire(transfer(n_super=40, seg=1440, k=2, side="wire"))
     rest = rest[rest.payload_len > 0]
@@ -87,7 +87,7 @@ def rtl():
     """MSS 1452 + timestamps = 1440; 2880-byte TSO skbs cut 1448/1432 by the old QEMU; PPPoE drops 1448s."""
     guest = transfer(n_super=40, seg=1440, k=2, peer_mss=1452, side="wire", partial=True)
     wire = on_wire(guest, nic="rtl8139-legacy")
-    before, after = with_resends(wire, Hop(1500, C.ENC_PPPOE), 1440)
+    before, after = with_resends(wire, Hop(mtu=1500, encap=("pppoe",)), 1440)
     return guest, wire, before, after
 
 

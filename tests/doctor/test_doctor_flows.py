@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from offloadkit import codes as C
-from offloadkit.engine.path import Hop, apply_hop
+from offloadkit.engine.path import apply_hop
 from offloadkit.engine.segment import segment
+from offloadkit.sim.scenario import Hop
 from offloadkit.trace import Trace
 
 A, B = 0xC6120101, 0xC6120202          # 198.18.1.1 (data sender), 198.18.2.2 (receiver)
@@ -64,7 +65,7 @@ def on_wire(t: Trace, nic: str = "sw-gso") -> Trace:
 def with_resends(wire: Trace, hop: Hop, resend_size: int, delay_ns: int = 400_000) -> tuple[Trace, Trace]:
     """(capture before the hop, capture after it): every segment the hop drops is resent once,
     ``delay_ns`` later, at the same sequence number but ``resend_size`` bytes (it then fits)."""
-    hopped = apply_hop(wire, hop)
+    hopped = apply_hop(wire, hop.mtu, hop.encap_bits, hop.icmp, hop.mpls_labels)
     lost = hopped[hopped.drop != C.DROP_NONE]
     re = lost.replace(payload_len=np.full(len(lost), resend_size), time_ns=lost.time_ns + delay_ns,
                       ip_len=20 + lost.tcp_hlen.astype(np.int64) + resend_size, drop=np.zeros(len(lost)))
@@ -80,7 +81,7 @@ def test_builders_make_the_sizes_the_tests_rely_on():
     legacy = on_wire(t, nic="rtl8139-legacy")
     sizes = legacy.payload_len[legacy.payload_len > 0].tolist()
     assert sizes == [1448, 1432] * 5
-    before, after = with_resends(legacy, Hop(1500, C.ENC_PPPOE), 1440)
+    before, after = with_resends(legacy, Hop(mtu=1500, encap=("pppoe",)), 1440)
     assert sorted(before.payload_len[before.payload_len > 0].tolist()) == [1432] * 5 + [1440] * 5 + [1448] * 5
     assert 1448 not in after.payload_len.tolist()
     assert np.all(np.diff(after.time_ns) >= 0)

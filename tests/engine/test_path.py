@@ -8,6 +8,7 @@ from offloadkit import codes
 from offloadkit.codes import DROP_MTU_ICMP, DROP_MTU_SILENT, ENC_MPLS, ENC_PPPOE, ENC_VLAN, ENC_VXLAN
 from offloadkit.engine import path as pa
 from offloadkit.engine.segment import segment
+from offloadkit.sim.scenario import Hop
 from offloadkit.trace import Trace
 
 
@@ -22,51 +23,56 @@ def test_overheads():
 
 
 def Hop_ip(encap):
-    return pa.Hop(1500, encap=encap).ip_mtu_bytes
+    return pa.check_hop(1500, encap)
 
 
 def test_pppoe_black_hole_report_000():
     """1448 + 1432 from the buggy NIC: the 1500-byte segment dies silently on the PPPoE hop."""
     t = Trace.from_columns(ip_len=[1500, 1484, 1492, 1493], df=[True, True, True, False])
-    out = pa.apply_hop(t, pa.Hop(1500, encap=ENC_PPPOE))
+    out = pa.apply_hop(t, 1500, ENC_PPPOE)
     assert out.drop.tolist() == [DROP_MTU_SILENT, 0, 0, 0]          # non-DF passes (no fragmentation model)
-    icmp = pa.apply_hop(t, pa.Hop(1500, encap=ENC_PPPOE, icmp=True))
+    icmp = pa.apply_hop(t, 1500, ENC_PPPOE, icmp=True)
     assert icmp.drop.tolist() == [DROP_MTU_ICMP, 0, 0, 0]
-    assert pa.pass_hop(t, pa.Hop(1500, encap=ENC_PPPOE)).ip_len.tolist() == [1484, 1492, 1493]
+    assert pa.pass_hop(t, 1500, ENC_PPPOE).ip_len.tolist() == [1484, 1492, 1493]
     assert len(pa.delivered(out)) == 3
 
 
 def test_packet_encap_counts_and_existing_drops_kept():
     t = Trace.from_columns(ip_len=[1496, 1497, 1000], encap=[ENC_MPLS, ENC_MPLS, 0], mpls_labels=[1, 1, 0],
                            drop=[0, 0, codes.DROP_QUEUE_FULL])
-    out = pa.apply_hop(t, pa.Hop(1500))
+    out = pa.apply_hop(t, 1500)
     assert out.drop.tolist() == [0, DROP_MTU_SILENT, codes.DROP_QUEUE_FULL]
-    two = pa.apply_hop(t, pa.Hop(1500, encap=ENC_MPLS, mpls_labels=2))     # the hop pushes a second label
+    two = pa.apply_hop(t, 1500, ENC_MPLS, mpls_labels=2)     # the hop pushes a second label
     assert two.drop.tolist() == [DROP_MTU_SILENT, DROP_MTU_SILENT, codes.DROP_QUEUE_FULL]
 
 
 def test_segments_then_hop():
     t = Trace.from_columns(payload_len=[2880], gso_size=[1440], tcp_hlen=[32], ip_len=[2932])
     for nic, dropped in (("rtl8139-legacy", [DROP_MTU_SILENT, 0]), ("rtl8139-fixed", [0, 0])):
-        out = pa.apply_hop(segment(t, nic=nic), pa.Hop(1500, encap=ENC_PPPOE))
+        out = pa.apply_hop(segment(t, nic=nic), 1500, ENC_PPPOE)
         assert out.drop.tolist() == dropped
 
 
 @pytest.mark.parametrize("kw,message", [
-    (dict(mtu_bytes=40), "Hop MTU 40 is outside 68..65535"),
-    (dict(mtu_bytes=1500.0), "Hop mtu_bytes must be an integer"),
+    (dict(mtu_bytes=40), "hop MTU 40 is outside 68..65535"),
+    (dict(mtu_bytes=1500.0), "hop mtu_bytes must be an integer"),
     (dict(encap=0x40), "unknown bits"),
     (dict(encap=ENC_MPLS, mpls_labels=0), "mpls_labels 0 is outside 1..16"),
-    (dict(mtu_bytes=100, encap=ENC_VXLAN), r"Hop MTU 100 minus VXLAN \(50\) leaves 50 bytes for IP"),
+    (dict(mtu_bytes=100, encap=ENC_VXLAN), r"hop MTU 100 minus VXLAN \(50\) leaves 50 bytes for IP"),
 ])
 def test_hop_validation(kw, message):
     with pytest.raises(ValueError, match=message):
-        pa.Hop(**kw)
+        pa.check_hop(**{"mtu_bytes": 1500, **kw})
+    with pytest.raises(ValueError, match=message):
+        pa.apply_hop(Trace.empty(1), **{"mtu_bytes": 1500, **kw})
 
 
-def test_apply_hop_needs_a_hop():
-    with pytest.raises(ValueError, match="needs a Hop"):
-        pa.apply_hop(Trace.empty(1), 1500)
+def test_sim_hop_fields_are_the_hop():
+    """One hop concept: sim.scenario.Hop's fields drive apply_hop; its IP MTU is check_hop's."""
+    h = Hop(mtu=1500, encap=("pppoe", "vlan"), icmp=True)
+    assert h.ip_mtu_bytes == pa.check_hop(h.mtu, h.encap_bits, h.mpls_labels) == 1488
+    t = Trace.from_columns(ip_len=[1488, 1489], df=[True, True])
+    assert pa.apply_hop(t, h.mtu, h.encap_bits, h.icmp, h.mpls_labels).drop.tolist() == [0, DROP_MTU_ICMP]
 
 
 @njit
@@ -83,12 +89,12 @@ def test_mtu_check_callable_from_njit():
        st.sampled_from([0, ENC_VLAN, ENC_PPPOE, ENC_MPLS | ENC_VLAN]), st.booleans())
 def test_drop_iff_over_mtu(lens, mtu, encap, icmp):
     try:
-        hop = pa.Hop(mtu, encap=encap, icmp=icmp)
+        ip_mtu = pa.check_hop(mtu, encap)
     except ValueError:
         return
     t = Trace.from_columns(ip_len=lens)
-    out = pa.apply_hop(t, hop)
-    over = np.asarray(lens) > hop.ip_mtu_bytes
+    out = pa.apply_hop(t, mtu, encap, icmp)
+    over = np.asarray(lens) > ip_mtu
     assert np.array_equal(out.drop != 0, over)
     assert set(out.drop[over].tolist()) <= {DROP_MTU_ICMP if icmp else DROP_MTU_SILENT}
 

@@ -326,7 +326,7 @@ def test_warmup_runs():
 def test_seed_000_guest_super_packets_become_the_macvtap_pattern():
     from pathlib import Path
 
-    from offloadkit.engine.path import Hop, apply_hop
+    from offloadkit.engine.path import apply_hop
     from offloadkit.io.tcpdump import parse
     data = Path(__file__).resolve().parents[2] / "offloadkit" / "data" / "reports"
     guest = parse((data / "rtl8139_guest.txt").read_text())
@@ -345,6 +345,5 @@ def test_seed_000_guest_super_packets_become_the_macvtap_pattern():
     assert col(legacy, "flags") == [ACK] * len(legacy)                       # 4.4 guest: no PSH
     fixed = sg.segment(sup.replace(gso_size=np.full(len(sup), gso)), nic="rtl8139-fixed")
     assert set(col(fixed, "payload_len")) == {1440} and set(col(fixed, "ip_len")) == {1492}
-    pppoe = Hop(1500, encap=codes.ENC_PPPOE)
-    assert col(apply_hop(legacy, pppoe), "drop") == [codes.DROP_MTU_SILENT, 0] * len(sup)
-    assert not apply_hop(fixed, pppoe).drop.any()
+    assert col(apply_hop(legacy, 1500, codes.ENC_PPPOE), "drop") == [codes.DROP_MTU_SILENT, 0] * len(sup)
+    assert not apply_hop(fixed, 1500, codes.ENC_PPPOE).drop.any()
