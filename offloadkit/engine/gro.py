@@ -63,8 +63,8 @@ from ..trace import FIELDS, Trace
 from . import checksum, csum_math
 from .gro_keys import dense_ids, keys_kernel
 from .gro_rules import (FLUSH_FLAGS, KIND_GRO, dev_gro_receive_kind, gro_list_prepare, inet_gro_flush,
-                        inet_gro_flush_id, inet_gro_id_fixed, skb_gro_receive, tcp_gro_receive_close,
-                        tcp_gro_receive_flush, tcp_gro_receive_mss, tcp_gro_receive_new)
+                        inet_gro_flush_id, inet_gro_id_fixed, skb_gro_receive, tcp_gro_flag_mask,
+                        tcp_gro_receive_close, tcp_gro_receive_flush, tcp_gro_receive_mss, tcp_gro_receive_new)
 
 FIN, SYN, RST, PSH, URG, CWR = codes.FIN, codes.SYN, codes.RST, codes.PSH, codes.URG, codes.CWR
 GRO_LEGACY_MAX_SIZE = 65536
@@ -343,6 +343,7 @@ def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, 
     m = 0
     npoll = 0
     age = 0
+    fl_mask = tcp_gro_flag_mask(cwr_old)           # a constant of the run, out of the loop
     for i in range(n):
         if i > 0:
             used = npoll >= budget
@@ -366,7 +367,7 @@ def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, 
             p = S[s, S_ROW]
             mss = S[s, S_MSS]
             # why row i cannot merge into the held packet (head row p), or GRO_MERGED [tcp_gro_receive]
-            r = tcp_gro_receive_flush(cwr_old, fl, np.int64(flags[p]), window[i], window[p], pl, np.int64(seq[i]),
+            r = tcp_gro_receive_flush(fl_mask, fl, np.int64(flags[p]), window[i], window[p], pl, np.int64(seq[i]),
                                       S[s, S_SEQEND], ack[i], ack[p], hlen[i], hlen[p], optk[i], optk[p])
             if r != GRO_PURE_ACK:
                 # the network rules are evaluated in any case (they update the fixed-ID bits)

@@ -43,16 +43,24 @@ def dev_gro_receive_kind(kind):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def tcp_gro_receive_flush(cwr_old, flags, head_flags, window, head_window, plen, seq, head_seq_end, ack,
+def tcp_gro_flag_mask(cwr_old):
+    """The flag bits tcp_gro_receive compares: all but FIN and PSH, and not CWR under the rule before
+    AccECN (``cwr_old``), where a CWR segment never merges instead. A constant of the run: callers
+    compute it once, outside their packet loop."""
+    return 0x1FF & ~(FIN | PSH | (CWR if cwr_old else 0))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def tcp_gro_receive_flush(mask, flags, head_flags, window, head_window, plen, seq, head_seq_end, ack,
                           head_ack, hlen, head_hlen, optk, head_optk):
     """tcp_gro_receive's header tests of a new segment against the held one (spec §3.3).
 
-    The flag word (window included) must be equal, FIN and PSH ignored, CWR too
-    under the AccECN rule; under the old rule a CWR segment never merges. Then:
-    payload present, contiguous sequence, equal ack, byte-identical options.
+    ``mask``: ``tcp_gro_flag_mask(cwr_old)``. The flag word (window included)
+    must be equal in the mask's bits; under the old CWR rule (CWR not in the
+    mask) a CWR segment never merges. Then: payload present, contiguous
+    sequence, equal ack, byte-identical options.
     """
-    mask = 0x1FF & ~(FIN | PSH | (CWR if cwr_old else 0))
-    if cwr_old and (flags & CWR) != 0:                      # flush |= flags & CWR (the old rule)
+    if (mask & CWR) == 0 and (flags & CWR) != 0:            # flush |= flags & CWR (the old rule)
         return GRO_FLAGS
     if ((flags ^ head_flags) & mask) != 0 or window != head_window:   # the flag word, window included
         return GRO_FLAGS

@@ -15,6 +15,7 @@ def flush(**kw):
     args = dict(cwr_old=True, flags=A, head_flags=A, window=500, head_window=500, plen=100, seq=1100,
                 head_seq_end=1100, ack=7, head_ack=7, hlen=32, head_hlen=32, optk=1, head_optk=1)
     args.update(kw)
+    args["cwr_old"] = R.tcp_gro_flag_mask(args["cwr_old"])         # the rule's mask argument
     return R.tcp_gro_receive_flush(*args.values())
 
 

@@ -20,7 +20,8 @@ from numba import njit
 
 from ...codes import GRO_END_OF_POLL, GRO_MERGED, PSH
 from ..gro_rules import (KIND_OFF, dev_gro_receive_kind, inet_gro_flush, inet_gro_flush_id, skb_gro_receive,
-                         tcp_gro_receive_close, tcp_gro_receive_flush, tcp_gro_receive_mss, tcp_gro_receive_new)
+                         tcp_gro_flag_mask, tcp_gro_receive_close, tcp_gro_receive_flush, tcp_gro_receive_mss,
+                         tcp_gro_receive_new)
 from .layout import (AK_ACK, AK_FLOW, AK_N, AK_S0, AK_TSECR, EV_ACK, EV_DELACK, EV_POLL, FP_EXTRA_RTT, F_DACK_AT,
                      F_DACK_EVT, F_DELIVERED, F_DONE_NS, F_H_AGE, F_H_CNT, F_H_END, F_H_FIRST, F_H_FLAGS, F_H_IPID,
                      F_H_LISTED, F_H_SEQ, F_H_TS, F_MSS, F_ON, F_OSTAMP, F_QUICK, F_RCV_MSS, F_RCV_NXT, F_RCV_WUP,
@@ -253,7 +254,8 @@ def _gro_receive(W, pid, now):
         gro = mode == GRO_MODE_GRO
         optk = ts // 1_000_000 if gro else 0                     # the TSval option (ms clock)
         head_optk = F[f, F_H_TS] // 1_000_000 if gro else 0
-        reason = tcp_gro_receive_flush(False, fl, F[f, F_H_FLAGS], 0, 0, ln, s, F[f, F_H_END], 0, 0, 0, 0,
+        reason = tcp_gro_receive_flush(tcp_gro_flag_mask(False), fl, F[f, F_H_FLAGS], 0, 0, ln, s, F[f, F_H_END],
+                                       0, 0, 0, 0,
                                        optk, head_optk)
         if reason == GRO_MERGED and gro:
             reason = inet_gro_flush(0, 0, inet_gro_flush_id(ipid, F[f, F_H_IPID], cnt, False), False)
