@@ -11,11 +11,12 @@ import json
 import time
 
 from ..reports.facts import REPORT_IDS
+from .options import report_id
 
 
 def configure(parser) -> None:
-    parser.add_argument("--report", action="append", choices=REPORT_IDS, metavar="ID",
-                        help=f"only this report (repeatable): {', '.join(REPORT_IDS)}")
+    parser.add_argument("--report", action="append", type=report_id, metavar="ID",
+                        help=f"only this report (repeatable): {', '.join(REPORT_IDS)} or its number 000-004")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON list of rows (report, quantity, unit, reported, model, "
                              "tolerance, ok, role)")
@@ -23,10 +24,9 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from ..reports import presets
-    ids = tuple(dict.fromkeys(args.report)) if args.report else REPORT_IDS
+    from ..reports import presets, reproduce
     t0 = time.perf_counter()
-    tables = [(rid, presets.get(rid).reproduce()) for rid in ids]
+    tables = list(reproduce(args.report).items())
     ok = all(t.all_ok for _, t in tables)
     if args.json:
         print(json.dumps([rec for _, t in tables for rec in t.to_records()], indent=1, ensure_ascii=False))

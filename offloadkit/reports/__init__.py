@@ -10,7 +10,7 @@ from .facts import (REPORT_IDS, Fact, ReportFacts, Target, check_provenance, loa
 from .table import Reproduction, Row, Tolerance
 
 __all__ = ["REPORT_IDS", "Fact", "ReportFacts", "Target", "Reproduction", "Row", "Tolerance",
-           "load_facts", "load_calibration", "check_provenance", "preset_module", "get"]
+           "load_facts", "load_calibration", "check_provenance", "preset_module", "get", "reproduce"]
 
 
 def preset_module(report_id: str):
@@ -24,3 +24,9 @@ def get(report_id: str):
     """The preset module of a report: ``VARIANTS``, ``POINTS``, ``KNOBS``, ``run(variant, **knobs)``,
     ``reproduce()``, ``calibrate()`` (see ``offloadkit.reports.presets``)."""
     return preset_module(report_id)
+
+
+def reproduce(report_ids=None) -> dict[str, Reproduction]:
+    """Each report's table of report vs model (``get(id).reproduce()``), by id; all five by default."""
+    ids = tuple(dict.fromkeys(report_ids)) if report_ids else REPORT_IDS
+    return {rid: get(rid).reproduce() for rid in ids}
