@@ -86,13 +86,15 @@ def _quiet_stdout() -> None:
 
 
 def _run(args) -> int:
-    watch = None
-    if getattr(args, "verb", None) not in (None, "warmup"):
-        from .jit_notes import watch_compiles
-        watch = watch_compiles(quiet=getattr(args, "quiet", False))
-    status = int(args._run(args) or 0)
-    sys.stdout.flush()
-    if watch is not None and not getattr(args, "quiet", False) and watch.summary():
+    """Run the verb; a verb that compiles numba kernels (a cache miss) says so on stderr."""
+    quiet = getattr(args, "quiet", False)
+    if args.verb == "warmup":
+        return int(args._run(args) or 0)
+    from .jit_notes import watch_compiles
+    with watch_compiles(quiet=quiet) as watch:
+        status = int(args._run(args) or 0)
+        sys.stdout.flush()
+    if watch.summary() and not quiet:
         print(watch.summary(), file=sys.stderr)
     return status
 
@@ -103,7 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = [a for a in argv if a != "--debug"]
     try:
         parser = build_parser(_verb(argv))
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # said by the verb's parser, so that the line names the verb
+            sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+            (sub.choices.get(args.verb) or parser).error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as e:  # --help, --version and argparse's one-line errors
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     if not getattr(args, "_run", None):

@@ -1,7 +1,7 @@
 """Say on stderr when numba compiles a kernel (a cache miss), and how long it took.
 
 A fresh install compiles the kit's kernels on first use: 30-70 s of silence otherwise.
-:func:`watch_compiles` listens to numba's ``numba:compile`` event, which numba fires only
+:func:`watch_compiles` (a context manager) listens to numba's ``numba:compile`` event, which numba fires only
 when a kernel is not in the on-disk cache; it prints one line when the first compile
 starts and, from :meth:`CompileWatch.summary`, one line with the count and time.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import contextmanager
 
 from numba.core import event
 
@@ -20,7 +21,7 @@ class CompileWatch(event.Listener):
     """A numba event listener counting top-level kernel compiles and their wall time."""
 
     def __init__(self, stream=None, quiet: bool = False):
-        self.stream = sys.stderr if stream is None else stream
+        self.stream = stream      # None: sys.stderr at the time of printing
         self.quiet = quiet
         self.compiled = 0
         self.seconds = 0.0
@@ -31,7 +32,7 @@ class CompileWatch(event.Listener):
         if self._depth == 0:
             self._t0 = time.perf_counter()
             if self.compiled == 0 and not self.quiet:
-                print(FIRST_LINE, file=self.stream, flush=True)
+                print(FIRST_LINE, file=self.stream or sys.stderr, flush=True)
         self._depth += 1
 
     def on_end(self, event) -> None:
@@ -48,8 +49,9 @@ class CompileWatch(event.Listener):
                 "later runs load them from numba's cache")
 
 
-def watch_compiles(stream=None, quiet: bool = False) -> CompileWatch:
-    """Register a :class:`CompileWatch` with numba for the rest of the process and return it."""
+@contextmanager
+def watch_compiles(stream=None, quiet: bool = False):
+    """A :class:`CompileWatch` registered with numba for the duration of the ``with`` block."""
     watch = CompileWatch(stream, quiet)
-    event.register("numba:compile", watch)
-    return watch
+    with event.install_listener("numba:compile", watch):
+        yield watch

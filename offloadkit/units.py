@@ -29,10 +29,10 @@ _RATE_UNIT = re.compile(r"(?P<prefix>(?:[kKmMgGtT]i?)?)(?P<unit>|bit|bits|bit/s|
 _SIZE_UNIT = re.compile(r"(?P<prefix>(?:[kKmMgGtT]i?)?)(?P<unit>|B|bytes?)")
 
 
-def _number(text, what: str, example: str) -> tuple[float, str]:
+def _number(text, what: str, example: str, unit: str = "a number and a unit") -> tuple[float, str]:
     m = _NUMBER.fullmatch(str(text))
     if not m:
-        raise ValueError(f"cannot read {what} {text!r}: write a number and a unit, e.g. {example}")
+        raise ValueError(f"cannot read {what} {text!r}: write {unit}, e.g. {example}")
     return float(m.group(1)), m.group(2)
 
 
@@ -100,7 +100,7 @@ def parse_size(text, minimum: float = 0, maximum: float = INT64_MAX) -> int:
     m = _SIZE_UNIT.fullmatch(unit)
     if not m:
         hint = " (a lower-case b means bits: write B for bytes)" if unit.endswith("b") else ""
-        raise ValueError(f"cannot read size {text!r}{hint}: write bytes like 1500, 100MB or 64KiB")
+        raise ValueError(f"cannot read size {text!r}{hint}: write bytes, e.g. 1500, 100MB or 64KiB")
     return _to_int(value * _multiplier(m.group("prefix")), text, "size", minimum, maximum, " B")
 
 
@@ -111,7 +111,7 @@ def parse_count(text, minimum: int = 0, maximum: int = INT64_MAX) -> int:
     if isinstance(text, int):
         value = float(text) if abs(text) < 2**1023 else math.inf
     else:
-        value, unit = _number(text, "number", "64")
+        value, unit = _number(text, "number", "64", "a whole number")
         if unit.lower() not in _DECIMAL:
             raise ValueError(f"cannot read number {text!r}: write a whole number, e.g. 64")
         value *= _DECIMAL[unit.lower()]

@@ -40,7 +40,7 @@ def run(progress=None) -> list[str]:
             raise
         if hasattr(mod, "warmup"):
             mod.warmup()
-            warmed.append(name.rsplit(".", 1)[1])
+            warmed.append(name.rsplit(".", 1)[-1])
             if progress:
                 progress(f"[{i}/{len(MODULES)}] {name.removeprefix('offloadkit.'):<20} "
                          f"{time.perf_counter() - t0:5.1f} s")

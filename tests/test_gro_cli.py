@@ -99,7 +99,6 @@ def payload_groups(recs):
         et = struct.unpack_from("!H", d, 12)[0]
         ip = 14
         if et == 0x0800:
-            ver_ihl = d[ip]
             if d[ip + 9] == 4:
                 ip += 20
             ihl = (d[ip] & 0xF) * 4

@@ -10,11 +10,7 @@ import json
 import shutil
 import sys
 
-
-def _onoff(text: str) -> bool:
-    if text not in ("on", "off"):
-        raise argparse.ArgumentTypeError(f"{text!r}: write on or off")
-    return text == "on"
+from .options import add_bool_flag
 
 
 def _knobs(p: argparse.ArgumentParser) -> None:
@@ -24,10 +20,8 @@ def _knobs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clamp", type=int, help="iptables TCPMSS --set-mss on the router's forwarded SYNs")
     for name, where in (("tso", "sender"), ("gso", "sender"), ("gro", "receiver"),
                         ("rx-csum", "receiver"), ("tx-csum", "sender")):
-        p.add_argument(f"--{name}", type=_onoff, default=True, metavar="on|off",
-                       help=f"ethtool -K on the {where} (default on)")
-    p.add_argument("--timestamps", type=_onoff, default=True, metavar="on|off",
-                   help="TCP timestamps in sender and receiver (default on)")
+        add_bool_flag(p, name, True, f"ethtool -K {name} on the {where}", onoff=True)
+    add_bool_flag(p, "timestamps", True, "TCP timestamps in sender and receiver", onoff=True)
     p.add_argument("--delay", help="netem delay on the bottleneck egress, e.g. 10ms")
     p.add_argument("--rate", help="tbf rate on the bottleneck egress, e.g. 1Gbit")
     p.add_argument("--loss", help="random loss on the bottleneck, e.g. 0.1%%")

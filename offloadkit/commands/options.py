@@ -77,11 +77,11 @@ class _OnOffFlag(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         if option_string.startswith("--no-"):
-            if values is not None:
+            if values not in (None, []):
                 parser.error(f"{option_string} takes no value")
             setattr(namespace, self.dest, False)
             return
-        if values is None or values in ("on", "yes", "true", "1"):
+        if values in (None, []) or values in ("on", "yes", "true", "1"):
             setattr(namespace, self.dest, True)
         elif values in ("off", "no", "false", "0"):
             setattr(namespace, self.dest, False)

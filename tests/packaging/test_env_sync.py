@@ -12,7 +12,6 @@ from pathlib import Path
 
 import tomllib
 
-import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
