@@ -57,51 +57,56 @@ def check_range(value: float, text, what: str, minimum: float = 0, maximum: floa
     return value
 
 
-def _to_int(value: float, text, what: str, minimum: float, maximum: float, unit: str) -> int:
+def _quantity(text, what: str, example: str, factor_of, minimum: float, maximum: float, unit: str) -> int:
+    """``text`` read as a number times ``factor_of(unit text)`` (None: unit not understood; a str:
+    the sentence to say instead), rounded to an int and checked against the bounds."""
+    if isinstance(text, bool):
+        raise ValueError(f"cannot read {what} {text!r}: write e.g. {example}")
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        value, suffix = _number(text, what, example)
+        factor = factor_of(suffix)
+        if not isinstance(factor, int):
+            raise ValueError(f"cannot read {what} {text!r}: {factor}")
+        value *= factor
     check_range(value, text, what, minimum, maximum, unit)
     return int(round(value))
+
+
+def _rate_factor(suffix: str):
+    m = _RATE_UNIT.fullmatch(suffix)
+    if not m:
+        return "write bits per second like 100Mbit or 1Gbit, or bytes per second like 12.5MB/s"
+    return _multiplier(m.group("prefix")) * (8 if m.group("unit").startswith("B") else 1)
+
+
+def _time_factor(suffix: str):
+    return _TIME.get(suffix, "write a number and one of s, ms, us, ns, e.g. 20ms")
+
+
+def _size_factor(suffix: str):
+    m = _SIZE_UNIT.fullmatch(suffix)
+    if m:
+        return _multiplier(m.group("prefix"))
+    hint = "a lower-case b means bits: write B for bytes, " if suffix.endswith("b") else ""
+    return f"{hint}write bytes, e.g. 1500, 100MB or 64KiB"
 
 
 def parse_rate(text, minimum: float = 1, maximum: float = 10**15) -> int:
     """'100Mbit' -> 100_000_000 bit/s; '100MB/s' -> 800_000_000 (see the module docstring).
     A rate below 1 bit/s (e.g. 0bit) or above ``maximum`` is refused."""
-    if isinstance(text, bool):
-        raise ValueError(f"cannot read rate {text!r}: write e.g. 100Mbit")
-    if isinstance(text, (int, float)):
-        return _to_int(float(text), text, "rate", minimum, maximum, " bit/s")
-    value, unit = _number(text, "rate", "100Mbit, 9.6Mbit or 12.5MB/s")
-    m = _RATE_UNIT.fullmatch(unit)
-    if not m:
-        raise ValueError(f"cannot read rate {text!r}: write bits per second like 100Mbit or 1Gbit, "
-                         f"or bytes per second like 12.5MB/s")
-    factor = _multiplier(m.group("prefix")) * (8 if m.group("unit").startswith("B") else 1)
-    return _to_int(value * factor, text, "rate", minimum, maximum, " bit/s")
+    return _quantity(text, "rate", "100Mbit, 9.6Mbit or 12.5MB/s", _rate_factor, minimum, maximum, " bit/s")
 
 
 def parse_time(text, minimum: float = 0, maximum: float = INT64_MAX) -> int:
     """'20ms' -> 20_000_000 ns (units: s, ms, us, ns; a bare number is seconds); bounds in ns."""
-    if isinstance(text, bool):
-        raise ValueError(f"cannot read time {text!r}: write e.g. 20ms")
-    if isinstance(text, (int, float)):
-        return _to_int(float(text), text, "time", minimum, maximum, " ns")
-    value, unit = _number(text, "time", "20ms or 10s")
-    if unit not in _TIME:
-        raise ValueError(f"cannot read time {text!r}: write a number and one of s, ms, us, ns, e.g. 20ms")
-    return _to_int(value * _TIME[unit], text, "time", minimum, maximum, " ns")
+    return _quantity(text, "time", "20ms or 10s", _time_factor, minimum, maximum, " ns")
 
 
 def parse_size(text, minimum: float = 0, maximum: float = INT64_MAX) -> int:
     """'100MB' -> 100_000_000 bytes (B, kB, MB, GB, TB decimal; KiB, MiB, GiB, TiB binary)."""
-    if isinstance(text, bool):
-        raise ValueError(f"cannot read size {text!r}: write e.g. 100MB")
-    if isinstance(text, (int, float)):
-        return _to_int(float(text), text, "size", minimum, maximum, " B")
-    value, unit = _number(text, "size", "100MB or 64KiB")
-    m = _SIZE_UNIT.fullmatch(unit)
-    if not m:
-        hint = " (a lower-case b means bits: write B for bytes)" if unit.endswith("b") else ""
-        raise ValueError(f"cannot read size {text!r}{hint}: write bytes, e.g. 1500, 100MB or 64KiB")
-    return _to_int(value * _multiplier(m.group("prefix")), text, "size", minimum, maximum, " B")
+    return _quantity(text, "size", "100MB or 64KiB", _size_factor, minimum, maximum, " B")
 
 
 def parse_count(text, minimum: int = 0, maximum: int = INT64_MAX) -> int:
