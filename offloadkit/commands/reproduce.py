@@ -1,9 +1,9 @@
-"""``offloadkit reproduce [--report ID] [--json]``: the five reports, report vs model.
+"""``offloadkit reproduce [--report ID] [--json] [--quiet]``: the five reports, report vs model.
 
 Each report's preset (``offloadkit.reports.<id>``) runs its variants and checks
 every target of ``data/reports/<id>.json``; a table row says whether the model
 value was fitted to the report or predicted. Exit status 0 when every row is
-within tolerance, 1 otherwise.
+within tolerance, 1 otherwise. ``--quiet`` prints only the rows out of tolerance and the last line (and no compile note).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import json
 import time
 
 from ..reports.facts import REPORT_IDS
-from .options import report_id
+from .options import add_quiet, report_id
 
 
 def configure(parser) -> None:
@@ -21,6 +21,7 @@ def configure(parser) -> None:
                         help="print one JSON list of rows (report, quantity, unit, reported, model, "
                              "tolerance, ok, role)")
     parser.add_argument("--no-source", action="store_true", help="leave the source column out of the tables")
+    add_quiet(parser)
 
 
 def run(args) -> int:
@@ -31,13 +32,18 @@ def run(args) -> int:
     if args.json:
         print(json.dumps([rec for _, t in tables for rec in t.to_records()], indent=1, ensure_ascii=False))
         return 0 if ok else 1
-    for rid, t in tables:
+    for rid, t in ([] if args.quiet else tables):
         print(t.render(source=not args.no_source))
         fits = getattr(presets.get(rid), "calibrate", None)
         if fits is not None:
             for f in fits().values():
                 print(f"  fitted parameter: {f.text()}")
         print()
+    if args.quiet:
+        for rid, t in tables:
+            for r in t.rows:
+                if not r.ok:
+                    print(f"FAIL {rid}: {r.quantity}: reported {r.reported}, model {r.model}")
     rows = [r for _, t in tables for r in t.rows]
     n_ok = sum(r.ok for r in rows)
     print(f"{n_ok}/{len(rows)} quantities within tolerance over {len(tables)} report(s) "
