@@ -8,20 +8,20 @@ APT_TOOLS := tcpdump tshark iperf3 chromium ethtool iproute2 iptables
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 export NUMBA_NUM_THREADS ?= 1
 
-.PHONY: lab test test-fast test-browser lint wheel wheel-check reproduce warmup bench system-tools clean
+.PHONY: lab test test-fast test-browser lint wheel wheel-check reproduce warmup bench system-tools clean docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# `make lab` needs the kit and JupyterLab/Voila; `make test` adds the test and browser extras.
+# `make lab` needs the kit and JupyterLab/Voila; `make test` adds the test, browser and docs extras.
 $(VENV)/.installed-lab: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[lab]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[lab,test,browser]'
+	$(BIN)/python -m pip install --quiet -e '.[lab,test,browser,docs]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@ $(VENV)/.installed-lab
 
@@ -66,6 +66,10 @@ wheel-check: $(VENV)/.installed-test
 
 reproduce: $(VENV)/.installed-lab
 	$(BIN)/offloadkit reproduce
+
+# The static site (offline HTML: notebooks with their stored outputs, API, CLI, instructor guide) in build/docs/html.
+docs: $(VENV)/.installed-test
+	$(BIN)/python docs/build.py build/docs
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python -m benchmarks

@@ -27,7 +27,6 @@ VERBS = {
     "reproduce": "reproduce the five reports' numbers: report vs model",
     "doctor": "diagnose offload pathologies in a capture",
     "lab": "run the same knobs on the real Linux kernel (root, namespaces)",
-    "sweep": "sweep a scenario knob and find where throughput breaks",
     "warmup": "compile every numba kernel now (with progress), optionally into a shared cache",
 }
 EPILOG = ("Exit status: 0 done, 1 the verb found a problem (reproduce, doctor), 2 bad input, "
