@@ -15,6 +15,7 @@ from ..io.capture import load_records, write_capture
 from ..io.records import STDIO
 from ..rewrite.gro import gro_records
 from ..units import parse_time
+from .options import count
 
 RX_CHOICES = ("none", "unnecessary", "complete", "unnecessary-outer-only")
 
@@ -24,14 +25,14 @@ def configure(parser) -> None:
                                                     "arrive at the receiving NIC")
     parser.add_argument("output", metavar="OUT", help="where to write what the stack sees after GRO (- for "
                                                       "stdout): pcap, pcapng when the input mixes link types")
-    parser.add_argument("--napi-budget", type=int, default=64, metavar="N",
+    parser.add_argument("--napi-budget", type=count(1, 2**31 - 1), default=64, metavar="N",
                         help="packets per NAPI poll (default 64, NAPI_POLL_WEIGHT); see --hz for what a "
                              "poll that uses it all flushes")
     parser.add_argument("--poll-gap", default="1ms", metavar="T",
                         help="a gap longer than this between two packets means the queue ran empty: the poll "
                              "ends and every held packet is flushed (default 1ms; units ns, us, ms, s; "
                              "'none' turns the rule off)")
-    parser.add_argument("--hz", type=int, default=1000, metavar="HZ",
+    parser.add_argument("--hz", type=count(1, 100_000), default=1000, metavar="HZ",
                         help="the receiver's CONFIG_HZ (default 1000). A poll that uses its whole budget "
                              "flushes only packets held since an earlier jiffy when HZ >= 1000, everything "
                              "when HZ < 1000 (e.g. Debian's 250); a poll that runs empty flushes everything")
@@ -40,7 +41,7 @@ def configure(parser) -> None:
     parser.add_argument("--cwr-rule", default="old", choices=("old", "accecn"),
                         help="old: a CWR segment flushes (kernels up to 2025, default); accecn: CWR compared "
                              "like other flags")
-    parser.add_argument("--max-size", type=int, default=65536, metavar="BYTES",
+    parser.add_argument("--max-size", type=count(1, 2**31 - 1), default=65536, metavar="BYTES",
                         help="gro_max_size (default 65536: merged IP packets <= 65535; more is BIG TCP)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
