@@ -89,7 +89,8 @@ from .segment import (NIC_DROP_GSO, NIC_SW_GSO, nic_chunk_size, nic_effective, s
  P_DELACK, P_DELACK_NS, P_QUICK, P_RWND, P_TSO, P_GSO, P_NIC, P_NIC_RATE, P_GSO_MAX_SIZE, P_GSO_MAX_SEGS,
  P_GRO, P_BUDGET, P_NAPI_DELAY, P_GRO_MAX, P_REC_LIMIT, P_SAMPLE_NS, P_UCAP, P_OCAP, P_REV_DELAY,
  P_PSH_GSO, P_NHOPS, P_NPOINTS, P_PKCAP, P_AKCAP, P_HCAP, P_RXCAP, P_QCAP, P_BASE_RTT, P_MAX_EVENTS,
- P_SEED, P_RTX_TSO, P_REO_TIMER, P_PRR_UNA, P_RACK_TIME, P_FACK, P_OFO_QUICK, P_LEN) = range(49)
+ P_SEED, P_RTX_TSO, P_REO_TIMER, P_PRR_UNA, P_RACK_TIME, P_FACK, P_OFO_QUICK, P_MTU_PROBING, P_BASE_MSS,
+ P_LEN) = range(51)
 CC_NEWRENO, CC_CUBIC = 0, 1
 GRO_MODE_OFF, GRO_MODE_GRO, GRO_MODE_LRO = 0, 1, 2
 
@@ -112,7 +113,8 @@ MAX_POINTS = 40
  F_DACK_EVT, F_TS_RECENT, F_RCV_MSS, F_ON, F_OSTAMP, F_H_CNT, F_H_SEQ, F_H_END, F_H_FIRST, F_H_FLAGS,
  F_H_IPID, F_H_TS, F_RETX_UNITS, F_DELIVERED, F_HIGH_SACK_U, F_MARK_PTR, F_RACK_PTR,
  F_HIGH_LOST_U, F_H_AGE, F_RACK_U, F_RACK_RTT, F_REO_EVT, F_HS_END, F_HS_CURR, F_HS_CNT, F_HS_FOUND,
- F_RACK_ADV, F_LEN) = range(66)
+ F_RACK_ADV, F_MTUP_ON, F_SEARCH_LO, F_SEARCH_HI, F_PROBE_MTU, F_PROBE_S, F_PROBE_E, F_PMSS,
+ F_RTX_STAMP, F_LEN) = range(74)
 # per-flow floats FF (CUBIC)
 FF_WMAX, FF_EPOCH, FF_K, FF_ORIGIN, FF_WEST, FF_LEN = range(6)
 
@@ -142,6 +144,11 @@ SMP_CAP = 2048
 MAX_TCP_HEADER_1 = 321          # MAX_TCP_HEADER + 1 (sk_setup_caps)
 INF = np.int64(1) << np.int64(62)
 RACK_REO_WND_4X_NS = 1_000_000   # Linux 4.4-4.9 tcp_rack_mark_lost: reo_wnd = 1000 us (no reordering seen)
+#: tcp_write_timeout's black-hole test: retransmits_timed_out(sk, sysctl_tcp_retries1 = 3, 0) waits
+#: tcp_model_timeout(3, TCP_RTO_MIN) = ((2 << 3) - 1) * 200 ms since the first retransmission
+MTUP_BLACKHOLE_NS = 15 * 200_000_000
+TCP_PROBE_THRESHOLD = 8          # net.ipv4.tcp_probe_threshold: stop searching below 8 bytes of MTU
+TCP_MIN_SND_MSS_ = 48            # net.ipv4.tcp_min_snd_mss and tcp_mtu_probe_floor
 HEAP_SHIFT = 20                  # event times < 2**43 ns (2.4 hours)
 HEAP_SEQ_MASK = (1 << 20) - 1
 
@@ -599,6 +606,112 @@ def _emit(W, f, now, seq, length, retx):
 
 
 @njit(cache=True, _nrt=False)
+def _tcp_sync_mss(W, f):
+    """tcp_sync_mss: the MSS of the path MTU, and with probing on at most that of search_low."""
+    F = W.F
+    hdr = 20 + W.P[P_THL]
+    if F[f, F_SEARCH_HI] > F[f, F_PMSS] + hdr:
+        F[f, F_SEARCH_HI] = F[f, F_PMSS] + hdr
+    mss = F[f, F_PMSS]
+    if F[f, F_MTUP_ON]:
+        mss = min(mss, F[f, F_SEARCH_LO] - hdr)
+    F[f, F_MSS] = max(mss, TCP_MIN_SND_MSS_)
+
+
+@njit(cache=True, _nrt=False)
+def _tcp_mtu_probing(W, f):
+    """tcp_mtu_probing (black-hole detection, from tcp_write_timeout): turn probing on, or once on,
+    halve search_low (at most tcp_base_mss, at least the probe floor), then tcp_sync_mss."""
+    F = W.F
+    hdr = 20 + W.P[P_THL]
+    if not F[f, F_MTUP_ON]:
+        F[f, F_MTUP_ON] = 1
+    else:
+        mss = (F[f, F_SEARCH_LO] - hdr) >> 1
+        mss = max(min(W.P[P_BASE_MSS], mss), TCP_MIN_SND_MSS_)
+        F[f, F_SEARCH_LO] = mss + hdr
+    _tcp_sync_mss(W, f)
+
+
+@njit(cache=True, _nrt=False)
+def _tcp_mtu_probe(W, f, now):
+    """tcp_mtu_probe: send one packet of the middle of [search_low, search_high] as new data.
+
+    Returns 1 (sent), 0 (wait: the cwnd must drain first, nothing new goes out) or -1 (no probe now).
+    """
+    P = W.P
+    F = W.F
+    if not F[f, F_MTUP_ON] or F[f, F_PROBE_MTU] or F[f, F_STATE] != ST_OPEN or F[f, F_CWND] < 11:
+        return -1
+    hdr = 20 + P[P_THL]
+    probe = ((F[f, F_SEARCH_HI] + F[f, F_SEARCH_LO]) >> 1) - hdr
+    mss = F[f, F_MSS]
+    if probe > F[f, F_SEARCH_HI] - hdr or F[f, F_SEARCH_HI] - F[f, F_SEARCH_LO] < TCP_PROBE_THRESHOLD:
+        return -1                                        # tcp_mtu_check_reprobe: every 600 s only
+    needed = probe + 4 * mss                             # (tp->reordering + 1) * mss_cache
+    nxt = F[f, F_SND_NXT]
+    total = F[f, F_TOTAL]
+    if (total >= 0 and total - nxt < needed) or P[P_RWND] < needed:
+        return -1
+    if nxt + needed > F[f, F_SND_UNA] + P[P_RWND]:
+        return 0
+    infl = _in_flight(F, f)
+    if infl + 2 > F[f, F_CWND]:
+        return 0 if infl > 0 else -1
+    m = P[P_UCAP] - 1
+    if F[f, F_NXT_U] + 1 - F[f, F_UNA_U] >= P[P_UCAP] or W.G[G_HN] + 200 > W.H.shape[0] or W.G[G_FTOP] < 200:
+        return 0
+    u = F[f, F_NXT_U]
+    W.U[f, u & m, 0] = nxt
+    W.U[f, u & m, 1] = nxt + probe
+    W.U[f, u & m, 2] = UF_HEAD
+    W.U[f, u & m, 3] = now
+    F[f, F_NXT_U] += 1
+    F[f, F_SND_NXT] = nxt + probe
+    F[f, F_PRR_OUT] += 1
+    F[f, F_MSS] = probe                                  # one packet of probe bytes, not a GSO packet
+    _emit(W, f, now, nxt, probe, 0)
+    F[f, F_MSS] = mss
+    F[f, F_CWND] -= 1                                    # "we are sending effectively two packets"
+    F[f, F_PROBE_MTU] = probe + hdr
+    F[f, F_PROBE_S] = nxt
+    F[f, F_PROBE_E] = nxt + probe
+    return 1
+
+
+@njit(cache=True, _nrt=False)
+def _tcp_mtup_probe_success(W, f):
+    """tcp_mtup_probe_success: the probe was acked: cwnd rescaled to the bigger packets, search_low up."""
+    F = W.F
+    hdr = 20 + W.P[P_THL]
+    F[f, F_CWND] = max(F[f, F_CWND] * (F[f, F_MSS] + hdr) // F[f, F_PROBE_MTU], 1)
+    F[f, F_CWND_CNT] = 0
+    if F[f, F_STATE] == ST_OPEN and F[f, F_SSTHRESH] < INF:      # tcp_current_ssthresh
+        F[f, F_SSTHRESH] = max(F[f, F_SSTHRESH], (F[f, F_CWND] >> 1) + (F[f, F_CWND] >> 2))
+    F[f, F_SEARCH_LO] = F[f, F_PROBE_MTU]
+    F[f, F_PROBE_MTU] = 0
+    _tcp_sync_mss(W, f)
+
+
+@njit(cache=True, _nrt=False)
+def _tcp_simple_retransmit(W, f, now):
+    """tcp_simple_retransmit: mark what no longer fits the MSS lost and resend it, cwnd untouched."""
+    P = W.P
+    F = W.F
+    m = P[P_UCAP] - 1
+    for u in range(F[f, F_UNA_U], F[f, F_NXT_U]):
+        fl = W.U[f, u & m, 2]
+        if (fl & (UF_SACKED | UF_LOST)) == 0 and W.U[f, u & m, 1] - W.U[f, u & m, 0] > F[f, F_MSS]:
+            _mark_one(W, f, u)
+    if F[f, F_LOST] > 0:
+        if F[f, F_STATE] == ST_OPEN:
+            F[f, F_STATE] = ST_LOSS                      # no cwnd reduction
+            F[f, F_HIGH_SEQ] = F[f, F_SND_NXT]
+        _send(W, f, now)
+        _set_timer(W, f, now)
+
+
+@njit(cache=True, _nrt=False)
 def _send(W, f, now):
     """tcp_xmit_retransmit_queue, then tcp_write_xmit. Returns the number of new-data packets sent."""
     P = W.P
@@ -655,8 +768,12 @@ def _send(W, f, now):
                 _arm(W, f, TK_RTO, now + _rto_eff(W, f))     # the head went out again: restart the RTO
             u += k
         F[f, F_RTX_HINT] = u
-    # 2) new data
+    # 2) new data, after an MTU probe when one is due
     total = F[f, F_TOTAL]
+    probed = _tcp_mtu_probe(W, f, now)
+    if probed == 0:
+        return sent
+    sent += max(probed, 0)
     while total < 0 or F[f, F_SND_NXT] < total:
         infl = _in_flight(F, f)
         cwnd = F[f, F_CWND]
@@ -891,6 +1008,21 @@ def _recovery_state(W, f, prior_infl):
             F[f, F_CWND] = max(F[f, F_SSTHRESH], 1)                    # tcp_end_cwnd_reduction
         F[f, F_STATE] = ST_OPEN
         state = ST_OPEN
+    if (state == ST_OPEN and F[f, F_LOST] > 0 and F[f, F_PROBE_MTU] > 0
+            and F[f, F_SND_UNA] == F[f, F_PROBE_S]):
+        # MTU probe failure (tcp_fastretrans_alert): tcp_mtup_probe_failed, the cwnd back, and
+        # tcp_simple_retransmit instead of a recovery
+        F[f, F_SEARCH_HI] = F[f, F_PROBE_MTU] - 1
+        F[f, F_PROBE_MTU] = 0
+        F[f, F_CWND] += 1
+        m = W.P[P_UCAP] - 1
+        for u in range(F[f, F_UNA_U], F[f, F_NXT_U]):
+            fl = W.U[f, u & m, 2]
+            if (fl & (UF_SACKED | UF_LOST)) == 0 and W.U[f, u & m, 1] - W.U[f, u & m, 0] > F[f, F_MSS]:
+                _mark_one(W, f, u)
+        F[f, F_STATE] = ST_LOSS
+        F[f, F_HIGH_SEQ] = F[f, F_SND_NXT]
+        return ST_LOSS
     if state == ST_OPEN and F[f, F_LOST] > 0:
         F[f, F_STATE] = ST_RECOVERY                                    # tcp_enter_recovery (PRR)
         state = ST_RECOVERY
@@ -983,6 +1115,8 @@ def _on_ack(W, f, aid, now):
         if F[f, F_UNA_U] < F[f, F_NXT_U]:
             # the head unit may now be partly acked: its first byte moves up (tcp_trim_head)
             W.U[f, F[f, F_UNA_U] & m, 2] |= UF_HEAD
+        if F[f, F_PROBE_MTU] > 0 and ack >= F[f, F_PROBE_E]:
+            _tcp_mtup_probe_success(W, f)                # tcp_clean_rtx_queue
     # SACK blocks
     n = AK[aid, AK_N]
     for b in range(n):
@@ -1098,8 +1232,12 @@ def _on_timer(W, f, now):
         F[f, F_TLP_HIGH] = F[f, F_SND_NXT]
         _arm(W, f, TK_RTO, now + _rto_eff(W, f))
         return
-    # RTO: tcp_enter_loss
+    # RTO: tcp_write_timeout's black-hole detection, then tcp_enter_loss
     W.G[G_RTOS] += 1
+    if F[f, F_RTO_STREAK] == 0:
+        F[f, F_RTX_STAMP] = W.U[f, una & m, 3]          # tp->retrans_stamp: the head's send time
+    elif P[P_MTU_PROBING] and now - F[f, F_RTX_STAMP] >= MTUP_BLACKHOLE_NS:
+        _tcp_mtu_probing(W, f)
     if F[f, F_STATE] != ST_LOSS or F[f, F_RTO_STREAK] == 0:
         F[f, F_SSTHRESH] = _cc_ssthresh(W, f)
     F[f, F_RTO_STREAK] += 1
@@ -1132,21 +1270,12 @@ def _on_icmp(W, f, mtu, now):
     """ICMP fragmentation needed: lower the MSS (PMTU discovery) and resend what no longer fits."""
     P = W.P
     F = W.F
-    m = P[P_UCAP] - 1
     new = max(mtu - 20 - P[P_THL], 48)
-    if new >= F[f, F_MSS]:
+    if new >= F[f, F_PMSS]:
         return
-    F[f, F_MSS] = new
-    for u in range(F[f, F_UNA_U], F[f, F_NXT_U]):
-        fl = W.U[f, u & m, 2]
-        if (fl & (UF_SACKED | UF_LOST)) == 0 and W.U[f, u & m, 1] - W.U[f, u & m, 0] > new:
-            _mark_one(W, f, u)
-    if F[f, F_LOST] > 0:
-        if F[f, F_STATE] == ST_OPEN:
-            F[f, F_STATE] = ST_LOSS                     # tcp_simple_retransmit: no cwnd reduction
-            F[f, F_HIGH_SEQ] = F[f, F_SND_NXT]
-        _send(W, f, now)
-        _set_timer(W, f, now)
+    F[f, F_PMSS] = new
+    _tcp_sync_mss(W, f)
+    _tcp_simple_retransmit(W, f, now)
 
 
 # -- the receiver ---------------------------------------------------------------
@@ -1547,6 +1676,11 @@ def _init(W):
             F[f, k] = 0
         F[f, F_TOTAL] = P[P_TOTAL]
         F[f, F_MSS] = P[P_MSS]
+        F[f, F_PMSS] = P[P_MSS]                       # tcp_mtup_init
+        F[f, F_SEARCH_HI] = P[P_MSS] + 20 + P[P_THL]
+        F[f, F_SEARCH_LO] = P[P_BASE_MSS] + 20 + P[P_THL]
+        F[f, F_MTUP_ON] = P[P_MTU_PROBING] > 1
+        _tcp_sync_mss(W, f)
         F[f, F_CWND] = P[P_IW]
         F[f, F_SSTHRESH] = INF
         F[f, F_SRTT] = base_rtt                       # from the handshake

@@ -33,6 +33,7 @@ class LabResult:
     receiver_ip: str
     iperf: dict = field(repr=False, default_factory=dict)
     counters: dict = field(default_factory=dict)
+    base_rtt_ns: int | None = None     # the idle path's RTT, when settings.measure_rtt
 
     @property
     def rtos(self) -> int:
@@ -60,7 +61,8 @@ class LabResult:
                 "retransmits": self.retransmits, "captures": dict(self.captures),
                 "capture_stats": self.capture_stats, "commands": list(self.commands),
                 "sender_ip": self.sender_ip, "receiver_ip": self.receiver_ip,
-                "rtos": self.rtos, "min_rtt_ns": self.min_rtt_ns, "counters": dict(self.counters)}
+                "rtos": self.rtos, "min_rtt_ns": self.min_rtt_ns, "base_rtt_ns": self.base_rtt_ns,
+                "counters": dict(self.counters)}
 
 
 def load_trace(path, point: str, sender_ip: str | None = None):
@@ -259,8 +261,32 @@ def sender_counters(topo: Topology) -> dict[str, int]:
     return {k: allc[k] for k in COUNTERS if k in allc}
 
 
+RTT_PORT = IPERF_PORT + 1
+RTT_PINGS = 200
+#: one-byte TCP ping-pong (TCP_NODELAY) over an idle path; prints the smallest round trip in ns
+_PONG = ("import socket,sys\ns=socket.create_server((sys.argv[1],int(sys.argv[2])))\nprint('up',flush=True)\n"
+         "c,_=s.accept()\nc.setsockopt(6,1,1)\nwhile (b:=c.recv(1)):\n c.sendall(b)\n")
+_PING = ("import socket,sys,time\nc=socket.create_connection((sys.argv[1],int(sys.argv[2])),5)\n"
+         "c.setsockopt(6,1,1)\nbest=1<<62\nfor _ in range(int(sys.argv[3])):\n t=time.perf_counter_ns()\n"
+         " c.sendall(b'x')\n c.recv(1)\n best=min(best,time.perf_counter_ns()-t)\nprint(best)\n")
+
+
+def base_rtt_ns(topo: Topology, procs: _Procs) -> int:
+    """The idle path's round trip: the fastest of RTT_PINGS one-byte TCP ping-pongs (sender to
+    receiver and back, through both stacks; the lab has no ping)."""
+    import sys
+    server = procs.start(["ip", "netns", "exec", topo.ns["rcv"], sys.executable, "-c", _PONG, topo.receiver_ip,
+                          str(RTT_PORT)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if server.stdout.readline().strip() != "up":
+        raise RuntimeError(f"the RTT echo server failed: {server.stderr.read().strip()}")
+    p = topo.nsx(topo.ns["snd"], [sys.executable, "-c", _PING, topo.receiver_ip, str(RTT_PORT), str(RTT_PINGS)])
+    server.wait(5)
+    return int(p.stdout.strip())
+
+
 def _experiment(settings: LabSettings, topo: Topology, procs: _Procs, out_dir: Path) -> LabResult:
     topo.build()
+    rtt = base_rtt_ns(topo, procs) if settings.measure_rtt else None
     captures, errfiles, dumps = _start_captures(settings, topo, procs, out_dir)
     report = _run_iperf(settings, topo, procs)
     counters = sender_counters(topo)
@@ -271,4 +297,5 @@ def _experiment(settings: LabSettings, topo: Topology, procs: _Procs, out_dir: P
                      retransmits=int(end.get("sum_sent", {}).get("retransmits", 0) or 0),
                      captures=captures, capture_stats=stats, commands=topo.commands,
                      sender_ip=topo.sender_ip, receiver_ip=topo.receiver_ip,
-                     iperf={"start": report.get("start", {}), "end": end}, counters=counters)
+                     iperf={"start": report.get("start", {}), "end": end}, counters=counters,
+                     base_rtt_ns=rtt)

@@ -2,8 +2,8 @@
 
 A healthy lab run (the same settings without the pathology: no ``drop_gso``,
 ``loss``, ``blackhole_mtu``, ``mtu_probing`` or ``queue``) measures the path's
-capacity (iperf3 goodput) and base RTT (the smallest RTT sample of the
-sender's tcp_info). Then the pathology runs on the kernel, and in the
+capacity (iperf3 goodput) and base RTT (the fastest of 200 one-byte TCP
+ping-pongs over the idle path, before iperf3 starts). Then the pathology runs on the kernel, and in the
 simulator with ``--rate <capacity> --rtt <base RTT>`` and the same flags
 (:func:`simulate_argv` spells them as the ``offloadkit simulate`` command
 line, :func:`scenario_for_tcp` builds that Scenario). Goodput, retransmitted
@@ -30,7 +30,7 @@ RETRANS_SLACK = 3
 def healthy(settings: LabSettings) -> LabSettings:
     """The same path and offloads without the pathology: what measures capacity and RTT."""
     return replace(settings, drop_gso=False, loss=None, blackhole_mtu=None, mtu_probing=None, queue=None,
-                   tso=settings.sender_tso, captures=())
+                   tso=settings.sender_tso, captures=(), measure_rtt=True)
 
 
 def within(kernel: float, kit: float, what: str) -> bool:
@@ -108,7 +108,7 @@ def compare_tcp(settings: LabSettings, kernel: str | None = None, base: LabResul
     settings = replace(settings, captures=())
     base = base or run_lab(healthy(settings))
     rate = base.goodput_bps
-    rtt = base.min_rtt_ns or 20_000
+    rtt = base.base_rtt_ns or base.min_rtt_ns or 20_000
     sick = run_lab(settings)
     argv = simulate_argv(settings, rate, rtt, kernel)
     res = simulate(scenario_for_tcp(settings, rate, rtt, kernel))
@@ -147,3 +147,37 @@ def tcp_text(out: dict) -> str:
     lines.append("commands run:")
     lines += [f"  {c}" for c in out["healthy"]["commands"] + out["commands"]]
     return "\n".join(lines)
+
+
+def lab_argv(settings: LabSettings) -> list[str]:
+    """The ``offloadkit lab compare --tcp`` arguments of the settings the grids use."""
+    argv = ["--duration", f"{settings.duration_s:g}s"] if settings.duration_s else ["--bytes", str(settings.bytes)]
+    for flag, on in (("--no-tso", not settings.tso), ("--no-gso", not settings.gso), ("--no-gro", not settings.gro),
+                     ("--drop-gso", settings.drop_gso)):
+        argv += [flag] if on else []
+    for flag, v in (("--loss", settings.loss), ("--blackhole-mtu", settings.blackhole_mtu),
+                    ("--path-mtu", settings.path_mtu), ("--mtu-probing", settings.mtu_probing),
+                    ("--rate-limit", settings.rate and f"{settings.rate}bit"), ("--queue", settings.queue)):
+        argv += [flag, f"{v:g}" if isinstance(v, float) else str(v)] if v is not None else []
+    return argv
+
+
+def record(cases: dict[str, LabSettings], path, kernel: str | None = None) -> dict:
+    """Run each case on this kernel (one healthy run per path) and write the kernel's figures,
+    the exact lab commands and the matching ``offloadkit simulate`` line to ``path`` (JSON)."""
+    import json
+    bases: dict = {}
+    out = {"kernel_version": platform.release(), "cases": {}}
+    for name, s in cases.items():
+        key = healthy(s)
+        if key not in bases:
+            bases[key] = run_lab(key)
+        r = compare_tcp(s, kernel, base=bases[key])
+        out["cases"][name] = {"lab": ["offloadkit", "lab", "compare", "--tcp", *lab_argv(s)],
+                              "healthy": r["healthy"], "capacity_bps": r["capacity_bps"],
+                              "base_rtt_ns": r["base_rtt_ns"], "kernel": r["kernel"], "simulate": r["simulate"],
+                              "kit_when_recorded": r["kit"], "commands": r["commands"]}
+        with open(path, "w") as f:
+            json.dump(out, f, indent=1)
+            f.write("\n")
+    return out

@@ -114,6 +114,7 @@ class LabSettings:
     gro_flush_timeout_ns: int = 0     # receiver sysfs, batches NAPI polls
     napi_defer_hard_irqs: int = 0     # receiver sysfs
     iperf_timeout_s: float | None = None   # None: duration + 30 s, or 60 s for a byte count
+    measure_rtt: bool = False         # TCP ping-pong over the idle path before iperf3 (LabResult.base_rtt_ns)
     extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):

@@ -220,6 +220,8 @@ def _params(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
     P[K.P_RACK_TIME] = tcp.rack_time_based
     P[K.P_FACK] = tcp.fack
     P[K.P_OFO_QUICK] = tcp.ofo_quickack
+    P[K.P_MTU_PROBING] = tcp.mtu_probing
+    P[K.P_BASE_MSS] = tcp.base_mss
     HP = np.zeros((nh, K.HP_LEN), np.int64)
     HL = np.zeros(nh, np.float64)
     for i, h in enumerate(sc.path):
