@@ -146,6 +146,7 @@ INF = np.int64(1) << np.int64(62)
 RACK_REO_WND_4X_NS = 1_000_000   # Linux 4.4-4.9 tcp_rack_mark_lost: reo_wnd = 1000 us (no reordering seen)
 #: tcp_write_timeout's black-hole test: retransmits_timed_out(sk, sysctl_tcp_retries1 = 3, 0) waits
 #: tcp_model_timeout(3, TCP_RTO_MIN) = ((2 << 3) - 1) * 200 ms since the first retransmission
+#: (retrans_stamp is stamped after it went out), so with a 200 ms RTO it fires at the 5th RTO, ~6.2 s
 MTUP_BLACKHOLE_NS = 15 * 200_000_000
 TCP_PROBE_THRESHOLD = 8          # net.ipv4.tcp_probe_threshold: stop searching below 8 bytes of MTU
 TCP_MIN_SND_MSS_ = 48            # net.ipv4.tcp_min_snd_mss and tcp_mtu_probe_floor
@@ -1235,8 +1236,8 @@ def _on_timer(W, f, now):
     # RTO: tcp_write_timeout's black-hole detection, then tcp_enter_loss
     W.G[G_RTOS] += 1
     if F[f, F_RTO_STREAK] == 0:
-        F[f, F_RTX_STAMP] = W.U[f, una & m, 3]          # tp->retrans_stamp: the head's send time
-    elif P[P_MTU_PROBING] and now - F[f, F_RTX_STAMP] >= MTUP_BLACKHOLE_NS:
+        F[f, F_RTX_STAMP] = now                         # tp->retrans_stamp: the first retransmission
+    elif P[P_MTU_PROBING] and now - F[f, F_RTX_STAMP] > MTUP_BLACKHOLE_NS:
         _tcp_mtu_probing(W, f)
     if F[f, F_STATE] != ST_LOSS or F[f, F_RTO_STREAK] == 0:
         F[f, F_SSTHRESH] = _cc_ssthresh(W, f)

@@ -11,6 +11,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -274,7 +275,6 @@ _PING = ("import socket,sys,time\nc=socket.create_connection((sys.argv[1],int(sy
 def base_rtt_ns(topo: Topology, procs: _Procs) -> int:
     """The idle path's round trip: the fastest of RTT_PINGS one-byte TCP ping-pongs (sender to
     receiver and back, through both stacks; the lab has no ping)."""
-    import sys
     server = procs.start(["ip", "netns", "exec", topo.ns["rcv"], sys.executable, "-c", _PONG, topo.receiver_ip,
                           str(RTT_PORT)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if server.stdout.readline().strip() != "up":

@@ -13,10 +13,12 @@ veth path runs on.
 """
 from __future__ import annotations
 
+import json
 import platform
 from dataclasses import replace
 
 from ..sim.scenario import Scenario
+from ..sim.simulate import simulate
 from .runner import LabResult, run_lab
 from .topology import LabSettings
 
@@ -27,10 +29,16 @@ RETRANS_TOL = (0.5, 2.0)
 RETRANS_SLACK = 3
 
 
+#: the healthy run's length when the pathology runs longer (capacity settles within a second on veth)
+HEALTHY_S = 3.0
+
+
 def healthy(settings: LabSettings) -> LabSettings:
     """The same path and offloads without the pathology: what measures capacity and RTT."""
+    dur = settings.duration_s
     return replace(settings, drop_gso=False, loss=None, blackhole_mtu=None, mtu_probing=None, queue=None,
-                   tso=settings.sender_tso, captures=(), measure_rtt=True)
+                   tso=settings.sender_tso, captures=(), measure_rtt=True,
+                   duration_s=None if dur is None else min(dur, HEALTHY_S), iperf_timeout_s=None)
 
 
 def within(kernel: float, kit: float, what: str) -> bool:
@@ -104,7 +112,6 @@ def compare_tcp(settings: LabSettings, kernel: str | None = None, base: LabResul
 
     ``base``: a healthy run already made (several pathologies on one path share it).
     """
-    from ..sim.simulate import simulate
     settings = replace(settings, captures=())
     base = base or run_lab(healthy(settings))
     rate = base.goodput_bps
@@ -165,7 +172,6 @@ def lab_argv(settings: LabSettings) -> list[str]:
 def record(cases: dict[str, LabSettings], path, kernel: str | None = None) -> dict:
     """Run each case on this kernel (one healthy run per path) and write the kernel's figures,
     the exact lab commands and the matching ``offloadkit simulate`` line to ``path`` (JSON)."""
-    import json
     bases: dict = {}
     out = {"kernel_version": platform.release(), "cases": {}}
     for name, s in cases.items():

@@ -150,6 +150,11 @@ def kernel_rules(version: str | None = None) -> dict:
             "prr_ss_una": v >= (5, 12)}
 
 
+def with_kernel(sc: "Scenario", version: str | None = None) -> "Scenario":
+    """The same scenario with the TCP rules of another Linux release (``--kernel``)."""
+    return sc.replace(tcp=dataclasses.replace(sc.tcp, **kernel_rules(version)))
+
+
 @dataclass(frozen=True)
 class Nic:
     """The sender's NIC: offloads and how the device segments (``engine.segment.NIC_MODELS``).
