@@ -316,8 +316,27 @@ def assemble(sc: Scenario, W: K.World) -> Result:
 
 
 def simulate(scenario: Scenario, trace: bool = True) -> Result:
-    """Simulate ``scenario``; see :class:`Result`. ``trace=False``: no packet traces (statistics only;
-    the same as ``trace_limit=0``). A partial run (``Result.partial``) also raises a RuntimeWarning."""
+    """Simulate ``scenario``: TCP flows through the sender's offloads, the path and the receiver.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        The flows, the sender's NIC, the hops and the receiver.
+    trace : bool
+        False: no packet traces (statistics only; the same as ``trace_limit=0``).
+
+    Returns
+    -------
+    Result
+        Goodput, drops, retransmissions and the packets at every capture point
+        (``result.at(point)``, ``result.segment_sizes(point)``). A partial run
+        (``Result.partial``) also raises a RuntimeWarning.
+
+    Raises
+    ------
+    ValueError
+        If ``scenario`` is not a :class:`Scenario`.
+    """
     if not isinstance(scenario, Scenario):
         raise ValueError(f"simulate() needs a Scenario, not {type(scenario).__name__}")
     if not trace:
