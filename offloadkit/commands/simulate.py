@@ -46,7 +46,9 @@ def configure(parser) -> None:
                              "default one BDP, at least 100 packets")
     g3 = parser.add_mutually_exclusive_group()
     g3.add_argument("--duration", default=None, help="simulated time, e.g. 20s (default 10s)")
-    g3.add_argument("--bytes", default=None, help="bytes per flow, e.g. 100MB (runs to completion)")
+    g3.add_argument("--bytes", default=None,
+                    help="bytes per flow, e.g. 100MB (runs to completion; a run estimated at more than 2e9 "
+                         "events, or more than 2 GiB of state, is refused up front with the estimate)")
     parser.add_argument("--flows", type=int, default=1, help="parallel flows (default 1)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     parser.add_argument("--no-trace", dest="trace", action="store_false", default=True,

@@ -4,15 +4,16 @@ import struct
 
 import numpy as np
 import pytest
+from reference import gro_ref as ref
 
 from offloadkit import codes
 from offloadkit.codes import ACK, PSH
 from offloadkit.engine import checksum as ck
 from offloadkit.engine import gro as G
 from offloadkit.engine.segment import segment
-from offloadkit.io import pcap as iop
+from offloadkit.packet import csum
+from offloadkit.packet.tcp_options import options_bytes
 from offloadkit.trace import Trace
-from reference import gro_ref as ref
 
 
 def tr(**cols):
@@ -105,14 +106,14 @@ def test_stack_rx_passes():
 def _tcp_bytes_checksum(t, i):
     """Independent: the pcap writer's byte-level checksum of row i (zero payload)."""
     c = {k: v[i] for k, v in t.columns.items()}
-    opts = iop.tcp_options(int(c["flags"]), int(c["opt_mss"]), bool(c["opt_sackok"]), bool(c["opt_ts"]),
-                           int(c["tsval"]), int(c["tsecr"]), int(c["opt_wscale"]), int(c["sack_n"]),
-                           [int(x) for x in c["sack"]], int(c["tcp_hlen"]))
+    opts = options_bytes(int(c["opt_mss"]), bool(c["opt_sackok"]), bool(c["opt_ts"]),
+                         int(c["tsval"]), int(c["tsecr"]), int(c["opt_wscale"]), int(c["sack_n"]),
+                         [int(x) for x in c["sack"]], int(c["tcp_hlen"]))
     thl = 20 + len(opts)
     hdr = struct.pack("!HHIIBBHHH", int(c["sport"]), int(c["dport"]), int(c["seq"]), int(c["ack"]),
                       (thl // 4) << 4, int(c["flags"]) & 0xFF, int(c["window"]), 0, int(c["urg_ptr"])) + opts
-    return iop.tcp_checksums(4, struct.pack("!I", int(c["src_ip"])), struct.pack("!I", int(c["dst_ip"])), hdr,
-                             b"", int(c["payload_len"]))
+    return csum.tcp_checksums(struct.pack("!I", int(c["src_ip"])), struct.pack("!I", int(c["dst_ip"])), hdr,
+                               b"", int(c["payload_len"]))
 
 
 def test_fill_checksums_true_partial_and_deliberately_wrong():
@@ -123,7 +124,7 @@ def test_fill_checksums_true_partial_and_deliberately_wrong():
     _, partial1 = _tcp_bytes_checksum(t, 1)
     full2, _ = _tcp_bytes_checksum(t, 2)
     assert f.tcp_csum[0] == full0 and f.tcp_csum[1] == partial1
-    assert f.tcp_csum[2] != full2 and iop.tcpdump_verdict(int(f.tcp_csum[2]), full2) is not None
+    assert f.tcp_csum[2] != full2 and csum.tcpdump_verdict(int(f.tcp_csum[2]), full2) is not None
     assert ck.ip_header_ok(f).all()
     bad = f.replace(ip_csum=f.ip_csum ^ np.uint16(0x10))
     assert not ck.ip_header_ok(bad).any()

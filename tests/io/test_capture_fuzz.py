@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from offloadkit import codes as C
 from offloadkit.io.capture import CaptureResult, read_capture
 
-sys.path.insert(0, str(Path(__file__).parent / "data"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))
 import make_fixtures as F  # noqa: E402
 
 SCALE = int(os.environ.get("OFFLOADKIT_FUZZ_SCALE", "1"))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_doctor_flows import on_wire, transfer, with_resends
 
 from offloadkit import codes as C
 from offloadkit.doctor import Finding, diagnose, diagnose_file
@@ -10,7 +11,6 @@ from offloadkit.engine.gro import GroParams, gro
 from offloadkit.engine.path import Hop
 from offloadkit.io.pcap import write_pcap
 from offloadkit.trace import Trace
-from test_doctor_flows import on_wire, transfer, with_resends
 
 
 def doc(tmp_path, trace: Trace, name: str = "cap.pcap", **hints):

@@ -5,9 +5,9 @@ import subprocess
 
 import numpy as np
 import pytest
+from reference.segment_ref import checksum, ones_sum
 
 from offloadkit.cli import main
-from reference.segment_ref import checksum, ones_sum
 
 SRC, DST = bytes([198, 18, 0, 1]), bytes([198, 18, 0, 2])
 TS_OPTS = b"\x01\x01\x08\x0a" + struct.pack("!II", 3363137952, 1377914627)
@@ -195,7 +195,7 @@ def test_truncated_file_warns_and_keeps_complete_records(tmp_path, capsys, paylo
 
 
 @pytest.mark.parametrize("case,message", [
-    ("missing", "no such file"), ("text", "is not a pcap file"), ("pcapng", "is pcapng"),
+    ("missing", "no such file"), ("text", "is not a pcap or pcapng file"), ("pcapng", "cannot be read"),
     ("mss0", "MSS 0 is out of range"), ("mss_big", "MSS 70000 is out of range"),
     ("mss_word", "is not a whole number"), ("linktype", "has link type 105"),
 ])
@@ -242,9 +242,11 @@ def test_json_summary(tmp_path, capsys, payload):
     assert code == 0 and (s["super_packets"], s["segments"], s["written"], s["tcp_checksum"]) == (1, 3, 3, "partial")
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
-from offloadkit.commands.segment import Pcap, segment_records  # noqa: E402
+from offloadkit.io.records import Record  # noqa: E402
+from offloadkit.rewrite.segment import segment_records  # noqa: E402
 
 
 @settings(max_examples=40, deadline=None)
@@ -258,11 +260,12 @@ def test_records_property(plen, mss, seq, ip_id, opts, cut, tx_csum, nic):
     l3, total = tcp_ip(payload, seq=seq, ip_id=ip_id, opts=opts, flags=0x19)
     frame = eth(l3)
     keep = len(frame) - (plen * cut) // 100                      # capture cut inside the payload
-    pcap = Pcap("<", False, (2, 4), 262144, 1, [(1, 2, len(frame), frame[:keep])], False)
-    out, stats = segment_records(pcap, mss, nic=nic, tx_csum=tx_csum)
+    run = segment_records([Record(1, 1_000_002_000, 1, frame[:keep], len(frame))], mss, nic=nic, tx_csum=tx_csum)
+    out = run.records
     got = b""
     expect_seq = seq
-    for sec, frac, orig, data in out:
+    for rec in out:
+        orig, data = rec.orig_len, rec.data
         x = fields(data)
         assert orig == 14 + x["tot"] and len(data) <= orig
         assert ones_sum(data[14:34]) == 0xFFFF
@@ -275,4 +278,4 @@ def test_records_property(plen, mss, seq, ip_id, opts, cut, tx_csum, nic):
             assert ones_sum(SRC + DST + struct.pack("!BBH", 0, 6, seg_len) + seg) == 0xFFFF
     assert got == frame[14 + 20 + 20 + len(opts):keep][:len(got)] and payload.startswith(got)
     assert expect_seq == (seq + plen) % 2**32
-    assert stats["super"] == (1 if plen > mss else 0)
+    assert run.super_packets == (1 if plen > mss else 0)

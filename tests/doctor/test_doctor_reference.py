@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference.doctor_ref import flow_counts
 
 from offloadkit import codes as C
 from offloadkit.doctor import context, stats
 from offloadkit.trace import Trace
-from reference.doctor_ref import flow_counts
 
 
 def random_trace(seed: int, n: int, flows: int) -> Trace:
@@ -93,8 +94,9 @@ def test_diagnose_never_raises_on_arbitrary_columns(seed, n):
 def test_diagnose_file_on_mutated_captures(tmp_path):
     """Bytes of committed captures, damaged at random: a Diagnosis or a ValueError, nothing else."""
     from pathlib import Path
+
     from offloadkit.doctor import diagnose_file
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     files = sorted((root / "tests" / "data").glob("*.pcap*")) + [root / "offloadkit/data/captures/ts-mtu1500/rcv.pcap"]
     rng = np.random.default_rng(7)
     n_ok = 0

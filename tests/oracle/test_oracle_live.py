@@ -9,13 +9,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from kit_cli import run_verb
 
 from offloadkit.lab import LabSettings, oracle, safety
-from offloadkit.lab.compare import run_verb, verb_available
 from offloadkit.lab.grid import LIVE, capture_case, load_case
 from offloadkit.lab.packets import read_headers
 from offloadkit.lab.runner import run_lab
-
 
 pytestmark = [pytest.mark.kernel,
               pytest.mark.skipif(not safety.available(), reason="needs root, ip netns, iperf3 and tcpdump")]
@@ -40,8 +39,6 @@ def test_live_capture_is_complete_and_mss_as_tcp_picks(live, name):
 
 @pytest.mark.parametrize("name", sorted(LIVE))
 def test_live_segment_equals_kernel(live, name, tmp_path):
-    if not verb_available("segment"):
-        pytest.skip("offloadkit segment is not registered yet")
     c = load_case(live / name)
     eg = read_headers(c["paths"]["router-out"], "x", c["sender_ip"])[0]
     out = tmp_path / "kit.pcap"
@@ -54,8 +51,6 @@ def test_live_segment_equals_kernel(live, name, tmp_path):
 
 @pytest.mark.parametrize("name", sorted(n for n, s in LIVE.items() if s.gro))
 def test_live_gro_consistent_with_kernel(live, name, tmp_path):
-    if not verb_available("gro"):
-        pytest.skip("offloadkit gro is not registered yet")
     c = load_case(live / name)
     polls = oracle.kernel_poll_ends(c["paths"]["rcv"], c["paths"]["router-out"], c["sender_ip"])
     arrived = oracle.arrivals(c["paths"]["router-out"], tmp_path / "arrivals.pcap", c["receiver_ip"], polls)
