@@ -57,12 +57,11 @@ def local_client(kind: str = "processes", workers: int | None = None):
     key = f"{kind}:{n}"
     client = _LOCAL.get(key)
     if client is None or client.status != "running":
-        if kind == "threads":
-            cluster = LocalCluster(n_workers=1, threads_per_worker=n, processes=False, dashboard_address=None,
-                                   silence_logs=logging.ERROR)
-        else:
-            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                   silence_logs=logging.ERROR)
+        import dask
+        threads = kind == "threads"
+        with dask.config.set({"distributed.worker.profile.enabled": False}):   # no 10 ms sampling thread
+            cluster = LocalCluster(n_workers=1 if threads else n, threads_per_worker=n if threads else 1,
+                                   processes=not threads, dashboard_address=None, silence_logs=logging.ERROR)
         client = Client(cluster)
         _LOCAL[key] = client
         atexit.register(close_local)
