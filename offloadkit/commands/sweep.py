@@ -118,7 +118,10 @@ def run(args) -> int:
             raise UsageError(f"--out {args.out}: folder {folder} does not exist or is not writable")
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers {args.workers}: give at least 1")
-    df = sweep(scenario_factory(args, dests), grid, args.scheduler, workers=args.workers, progress=args.progress)
+    try:
+        df = sweep(scenario_factory(args, dests), grid, args.scheduler, workers=args.workers, progress=args.progress)
+    except ImportError as e:
+        raise UsageError(str(e)) from None
     if args.out:
         write_table(df, args.out)
     if args.json:

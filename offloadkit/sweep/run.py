@@ -29,6 +29,16 @@ from .rows import run_batch
 _LOCAL: dict[str, object] = {}           # the embedded clusters of this process, by kind
 
 
+def distributed():
+    """The dask.distributed module, or an ImportError saying how to install it."""
+    try:
+        import distributed as dd
+    except ImportError as e:
+        raise ImportError(f"sweeps run on dask.distributed ({e.name} is missing): pip install 'offloadkit[dask]', "
+                          f"or run in this process with scheduler='sync'", name=e.name) from None
+    return dd
+
+
 def cores() -> int:
     """CPUs this process may run on."""
     try:
@@ -52,7 +62,7 @@ def batches(n_points: int, n_workers: int, batch_size: int | None = None) -> lis
 
 def local_client(kind: str = "processes", workers: int | None = None):
     """The embedded cluster's Client (started once per process and kind, closed at exit)."""
-    from distributed import Client, LocalCluster
+    dd = distributed()
     n = workers or cores()
     key = f"{kind}:{n}"
     client = _LOCAL.get(key)
@@ -60,9 +70,9 @@ def local_client(kind: str = "processes", workers: int | None = None):
         import dask
         threads = kind == "threads"
         with dask.config.set({"distributed.worker.profile.enabled": False}):   # no 10 ms sampling thread
-            cluster = LocalCluster(n_workers=1 if threads else n, threads_per_worker=n if threads else 1,
+            cluster = dd.LocalCluster(n_workers=1 if threads else n, threads_per_worker=n if threads else 1,
                                    processes=not threads, dashboard_address=None, silence_logs=logging.ERROR)
-        client = Client(cluster)
+        client = dd.Client(cluster)
         _LOCAL[key] = client
         atexit.register(close_local)
     return client
@@ -81,7 +91,7 @@ def close_local() -> None:
 def client_for(scheduler, workers: int | None = None):
     """``(client, owned)`` for ``scheduler`` (see the module docstring): ``owned`` when the
     caller should close it after the sweep; ValueError for anything else."""
-    from distributed import Client
+    Client = distributed().Client
     if scheduler is None:
         return local_client("processes", workers), False
     if scheduler == "threads":
@@ -128,7 +138,7 @@ def run_jobs(jobs: list, scheduler=None, workers: int | None = None, batch_size:
                 done += 1
                 update(done, len(jobs))
             return rows
-        from distributed import as_completed
+        as_completed = distributed().as_completed
         client, owned = client_for(scheduler, workers)
         try:
             slots = sum(client.nthreads().values()) or 1

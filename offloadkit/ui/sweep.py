@@ -117,8 +117,9 @@ class SweepPanel:
         self.status.value = "running ..."
         try:
             df = sweep(self.base, self.points_grid(), self.scheduler, progress=self._on_progress)
-        except ValueError as e:
-            self.error = str(e)
+        except (ValueError, ImportError) as e:        # a bad grid, or no dask: pip install 'offloadkit[dask]'
+            self.error = str(e) if isinstance(e, ValueError) else \
+                f"the sweep needs dask ({e.name} is missing): pip install 'offloadkit[dask]'"
             self.status.value = f'<span style="color:#b00020">&#9888; {html.escape(self.error)}</span>'
             return None
         finally:
