@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from ..errors import UsageError
 from ..reports import presets
@@ -30,21 +30,23 @@ class PresetJob:
 def expand_grid(grid: Mapping[str, Sequence]) -> list[dict]:
     """Every combination of the grid's values, the first name varying slowest.
 
-    ``{"mss": [536, 1448], "loss": [0, 0.01]}`` -> 4 points, in that order.
+    ``{"mss": [536, 1448], "loss": [0, 0.01]}`` -> 4 points, in that order. Values may be
+    any iterable (a range, a numpy array: its scalars become Python numbers).
     """
     if not isinstance(grid, Mapping) or not grid:
         raise ValueError("the grid is empty: give at least one parameter and its values, e.g. {'mss': [536, 1448]}")
-    names = list(grid)
-    for name in names:
-        values = grid[name]
-        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+    axes = {}
+    for name, values in grid.items():
+        if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
             raise ValueError(f"grid {name!r}: give a list of values, not {values!r}")
+        values = [v.item() if hasattr(v, "item") and hasattr(v, "dtype") else v for v in values]
         if not values:
             raise ValueError(f"grid {name!r} has no values")
         for i, v in enumerate(values):
             if v in values[:i]:
                 raise ValueError(f"grid {name!r}: value {v!r} is given twice")
-    return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
+        axes[name] = values
+    return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
 
 
 def scenario_with(sc: Scenario, name: str, value) -> Scenario:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import re
 from typing import Callable, Mapping, Sequence
 
 import pandas as pd
@@ -98,6 +99,8 @@ def client_for(scheduler, workers: int | None = None):
         return local_client("threads", workers), False
     if isinstance(scheduler, Client):
         return scheduler, False
+    if isinstance(scheduler, str) and re.fullmatch(r"[\w.\-\[\]:]+:\d+", scheduler):
+        scheduler = f"tcp://{scheduler}"                    # host:port, as dask prints it without the protocol
     if isinstance(scheduler, str) and "://" in scheduler:
         try:
             return Client(scheduler, timeout="20s"), True

@@ -20,8 +20,14 @@ def test_expand_grid_first_name_varies_slowest():
     assert pts[:4] == [{"a": 1, "b": "x"}, {"a": 1, "b": "y"}, {"a": 1, "b": "z"}, {"a": 2, "b": "x"}]
 
 
+def test_expand_grid_takes_ranges_and_numpy():
+    import numpy as np
+    pts = expand_grid({"mss": np.array([536, 1448]), "seed": range(1, 3)})
+    assert pts[1] == {"mss": 536, "seed": 2} and type(pts[0]["mss"]) is int
+
+
 @pytest.mark.parametrize("grid, words", [
-    ({}, "empty"), ({"mss": []}, "no values"), ({"mss": "536"}, "list of values"),
+    ({}, "empty"), ({"mss": []}, "no values"), ({"mss": "536"}, "list of values"), ({"mss": 536}, "list of values"),
     ({"mss": [536, 536]}, "twice"),
 ])
 def test_expand_grid_errors(grid, words):
