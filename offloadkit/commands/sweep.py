@@ -24,6 +24,9 @@ SWITCH_WORDS = {"on": True, "off": False, "true": True, "false": False, "yes": T
 
 def configure(parser) -> None:
     simulate.configure(parser)
+    for action in parser._actions:
+        if action.dest == "json":
+            action.help = "print the rows as a JSON list (keys: the grid names, goodput_bps, retransmits, worker ...)"
     parser.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
                         help="a simulate flag and the values to sweep (repeat for more dimensions)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
