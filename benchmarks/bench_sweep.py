@@ -7,7 +7,8 @@ point is parallelism), so the load average is printed too: the machine may be sh
   2 workers / 1 worker (goal >= 1.8) and per-point overhead, (time - peer time / workers) / points
   (goal <= 10 ms), and the same in CPU time: workers' + this process's CPU - the peer's, per point
   (what the batching costs, whatever the load);
-- per-task overhead: the round trip of empty batches through the scheduler;
+- per-task overhead: the round trip of empty batches through the scheduler, and the same grid
+  with one point per task (what batching saves);
 - memory per worker (RSS after the sweep);
 - with ``--threads``: one worker with 2 threads (pays off only where the kernels release the GIL).
 """
@@ -90,6 +91,10 @@ def main(argv=None) -> None:
               f"per-task {task_overhead_ms(client):.2f} ms  "
               f"RSS/worker {', '.join(f'{m:.0f}' for m in rss_mb(client))} MB  "
               f"workers used {df.worker.nunique()}")
+        if workers == 1:
+            t1, _, _ = timed(g, None, workers=1, batch_size=1)
+            print(f"  one point per task        {t1:7.2f} s  {n / t1:7.1f} points/s  "
+                  f"(batching saves {(t1 - t) / n * 1e3:+.2f} ms/point)")
         close_local()
     print(f"  ratio 2 workers / 1 worker: {rates[2] / rates[1]:.2f}x points/s (goal >= 1.8)")
     if args.threads:
