@@ -141,11 +141,19 @@ class SweepPanel:
             self._widget.add_class("offloadkit-sweep")
         return self._widget
 
+    def static_html(self) -> str:
+        """A kernel-free snapshot: title, status and the heatmap as drawn now, as inline SVG
+        (vl-convert, no browser), like the dashboards' ``static_html``."""
+        import vl_convert
+        svg = vl_convert.vegalite_to_svg(self.chart.chart.to_dict(validate=False))
+        return (f"<div class='offloadkit-static'><b>{html.escape(self.title)}</b> "
+                f"<i>(live sweep: run the notebook and press Run sweep)</i><div>{self.status.value}</div>"
+                f"<div class='offloadkit-static-chart' style='overflow-x:auto;max-width:100%'>{svg}</div></div>")
+
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.widget._repr_mimebundle_(**kwargs)
         bundle["text/plain"] = repr(self)
-        bundle["text/html"] = (f"<div class='offloadkit-static'><b>{html.escape(self.title)}</b> "
-                               f"<i>(live sweep: run the notebook and press Run sweep)</i></div>")
+        bundle["text/html"] = self.static_html()
         return bundle
 
     def __repr__(self) -> str:

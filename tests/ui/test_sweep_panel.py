@@ -31,6 +31,14 @@ def test_run_draws_the_rows():
     assert not p.rows.tso.any() and p.progress.value == 4
 
 
+def test_static_copy_shows_the_heatmap():
+    p = small_panel()
+    assert "not computed yet" in p.static_html() and p.static_html().count("<svg") == 1
+    p.run()
+    page = p._repr_mimebundle_()["text/html"]
+    assert page.count("<svg") == 1 and "4 points on 1 worker(s)" in page and "not computed" not in page
+
+
 def test_bad_grid_is_shown_not_raised():
     p = small_panel()
     p.grid["mss"] = [9000]
