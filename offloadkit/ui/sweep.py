@@ -20,7 +20,7 @@ import ipywidgets as W
 
 from ..sim.scenario import Scenario
 from ..sweep import sweep
-from .dashboard import EMBED_OPTIONS, live_chart, toggle
+from .dashboard import EMBED_OPTIONS, Dashboard, live_chart, toggle
 from .offline import enable_offline
 from .views import VegaLite, message_chart
 
@@ -141,20 +141,19 @@ class SweepPanel:
             self._widget.add_class("offloadkit-sweep")
         return self._widget
 
+    @property
+    def charts(self) -> dict:
+        return {"heatmap": self.chart}
+
+    chart_svgs = Dashboard.chart_svgs                 # the dashboards' SVG rendering and mime bundle, as they are
+    _repr_mimebundle_ = Dashboard._repr_mimebundle_
+
     def static_html(self) -> str:
-        """A kernel-free snapshot: title, status and the heatmap as drawn now, as inline SVG
-        (vl-convert, no browser), like the dashboards' ``static_html``."""
-        import vl_convert
-        svg = vl_convert.vegalite_to_svg(self.chart.chart.to_dict(validate=False))
+        """A kernel-free snapshot: title, status and the heatmap as drawn now, as inline SVG."""
+        svg = self.chart_svgs()["heatmap"]
         return (f"<div class='offloadkit-static'><b>{html.escape(self.title)}</b> "
                 f"<i>(live sweep: run the notebook and press Run sweep)</i><div>{self.status.value}</div>"
                 f"<div class='offloadkit-static-chart' style='overflow-x:auto;max-width:100%'>{svg}</div></div>")
-
-    def _repr_mimebundle_(self, **kwargs):
-        bundle = self.widget._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = repr(self)
-        bundle["text/html"] = self.static_html()
-        return bundle
 
     def __repr__(self) -> str:
         return f"<SweepPanel {self.title!r}: {self.n_points} points>"
