@@ -35,8 +35,17 @@ from .grid import PresetJob, expand_grid, plan, scenario_with
 from .rows import run_job
 from .run import batches, close_local, sweep, write_table
 
-__all__ = ["sweep", "expand_grid", "plan", "scenario_with", "PresetJob", "run_job", "batches",
-           "close_local", "write_table"]
+__all__ = [
+    "PresetJob",
+    "batches",
+    "close_local",
+    "expand_grid",
+    "plan",
+    "run_job",
+    "scenario_with",
+    "sweep",
+    "write_table",
+]
 
 
 class _CallableModule(types.ModuleType):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 from ..errors import UsageError
 from ..reports import presets
@@ -38,7 +38,7 @@ def expand_grid(grid: Mapping[str, Sequence]) -> list[dict]:
     axes = {}
     for name, values in grid.items():
         if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
-            raise ValueError(f"grid {name!r}: give a list of values, not {values!r}")
+            raise TypeError(f"grid {name!r}: give a list of values, not {values!r}")
         values = [v.item() if hasattr(v, "item") and hasattr(v, "dtype") else v for v in values]
         if not values:
             raise ValueError(f"grid {name!r} has no values")
@@ -99,7 +99,7 @@ def job_for(base, point: Mapping[str, object]):
     if callable(base):
         job = base(**point)
         if not isinstance(job, (Scenario, PresetJob)):
-            raise ValueError(f"the scenario factory returned a {type(job).__name__}, not a Scenario or PresetJob")
+            raise TypeError(f"the scenario factory returned a {type(job).__name__}, not a Scenario or PresetJob")
         return job
     raise ValueError(f"a sweep's base is a Scenario, a report preset ('splice' or ('splice', 'below')) or a "
                      f"function of the grid's names returning a Scenario, not {type(base).__name__}")

@@ -20,7 +20,7 @@ import atexit
 import logging
 import os
 import re
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import html
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
 
 import altair as alt
 import ipywidgets as W

@@ -47,9 +47,9 @@ def dask_cluster(tmp_path_factory):
     procs = []
 
     def start(name, args):
-        log = open(logs / f"{name}.log", "w")
-        procs.append(subprocess.Popen(dask + args, stdout=log, stderr=subprocess.STDOUT, env=kit_env(),
-                                      cwd=str(logs), start_new_session=True))
+        with open(logs / f"{name}.log", "w") as log:          # the child keeps its own copy of the descriptor
+            procs.append(subprocess.Popen(dask + args, stdout=log, stderr=subprocess.STDOUT, env=kit_env(),
+                                          cwd=str(logs), start_new_session=True))
     try:
         start("scheduler", ["scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"])
         for name in ("wA", "wB"):
