@@ -24,5 +24,12 @@ _numba_cache_fallback()
 
 from .trace import Trace  # noqa: E402
 
-__all__ = ["Trace"]
+__all__ = ["Trace", "sweep"]
+
+
+def __getattr__(name):
+    if name == "sweep":                     # imported on first use: it brings pandas and dask
+        import importlib
+        return importlib.import_module(".sweep", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 __version__ = "0.1.0"

@@ -20,6 +20,7 @@ VERBS = {
     "reproduce": "reproduce the five reports' numbers: report vs model",
     "doctor": "diagnose offload pathologies in a capture",
     "lab": "run the same knobs on the real Linux kernel (root, namespaces)",
+    "sweep": "simulate every point of a parameter grid, on dask",
 }
 
 
