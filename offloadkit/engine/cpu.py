@@ -184,6 +184,7 @@ class CpuResult:
     wire_bytes: int
     offered_bps: float
     info: dict = field(default_factory=dict)
+    traces: dict = field(default_factory=dict, repr=False, compare=False)   # capture point -> Trace
 
     # -- rates --------------------------------------------------------
     @property

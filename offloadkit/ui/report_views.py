@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import codes
 from ..trace import Trace
-from .views import SIZE_TITLES, VegaLite, _color, _f, _tips, message_chart
+from .views import SIZE_TITLES, VegaLite, channel, fate_color, message_chart, tooltips
 
 
 def rate_comparison(rows: Sequence[Mapping], unit: str, *, log: bool = False, width: int = 420,
@@ -39,18 +39,18 @@ def rate_comparison(rows: Sequence[Mapping], unit: str, *, log: bool = False, wi
         lo_dom, scale = 0.0, {"zero": True}
     for r in data:
         r["base"] = float(lo_dom)
-    x = _f("value", "quantitative", title=unit, scale=scale, **({"axis": {"format": "~g"}} if log else {}))
-    pos = {"y": _f("case", "nominal", sort=cases, title=None, axis={"labelLimit": 260}),
-           "yOffset": _f("source", "nominal", sort=["model", "report"])}
-    color = _color("source", ["model", "report"])
+    x = channel("value", "quantitative", title=unit, scale=scale, **({"axis": {"format": "~g"}} if log else {}))
+    pos = {"y": channel("case", "nominal", sort=cases, title=None, axis={"labelLimit": 260}),
+           "yOffset": channel("source", "nominal", sort=["model", "report"])}
+    color = fate_color("source", ["model", "report"])
     layers = [
         {"mark": {"type": "bar"}, "encoding": {**pos, "x": x, "x2": {"field": "base"}, "color": color,
-                                               "tooltip": _tips("case:N", "source:N", "label:N")}},
+                                               "tooltip": tooltips("case:N", "source:N", "label:N")}},
         {"transform": [{"filter": "datum.lo != datum.hi"}],
          "mark": {"type": "bar", "height": 3, "color": "#333"},
-         "encoding": {**pos, "x": _f("lo", "quantitative", scale=scale), "x2": {"field": "hi"}}},
+         "encoding": {**pos, "x": channel("lo", "quantitative", scale=scale), "x2": {"field": "hi"}}},
         {"mark": {"type": "text", "align": "left", "dx": 4, "fontSize": 10},
-         "encoding": {**pos, "x": _f("hi", "quantitative", scale=scale), "text": _f("label", "nominal")}},
+         "encoding": {**pos, "x": channel("hi", "quantitative", scale=scale), "text": channel("label", "nominal")}},
     ]
     spec = {"data": {"name": "rates"}, "layer": layers, "width": width,
             "height": max(len(cases), 1) * 40, "datasets": {"rates": data}}
@@ -83,16 +83,15 @@ def size_counts_chart(trace: Trace, points: Sequence[str], *, measure: str = "pa
         return message_chart("no data packets", width=width)
     spec = {"data": {"name": "sizes"},
             "layer": [{"mark": {"type": "bar"},
-                       "encoding": {"x": _f("size", "ordinal", title=SIZE_TITLES[measure], axis={"labelAngle": 0}),
-                                    "y": _f("count", "quantitative", title="packets", scale={"type": "symlog"}),
-                                    "color": _color("fate", ["delivered", "dropped"]),
-                                    "tooltip": _tips("point:N", "size:O", "fate:N", "count:Q")}},
+                       "encoding": {"x": channel("size", "ordinal", title=SIZE_TITLES[measure], axis={"labelAngle": 0}),
+                                    "y": channel("count", "quantitative", title="packets (linear axis)"),
+                                    "color": fate_color("fate", ["delivered", "dropped"]),
+                                    "tooltip": tooltips("point:N", "size:O", "fate:N", "count:Q")}},
                       {"mark": {"type": "text", "dy": -5, "fontSize": 9},
-                       "encoding": {"x": _f("size", "ordinal"), "y": _f("count", "quantitative",
-                                                                       scale={"type": "symlog"}),
-                                    "text": _f("count", "quantitative")}}],
+                       "encoding": {"x": channel("size", "ordinal"), "y": channel("count", "quantitative"),
+                                    "text": channel("count", "quantitative")}}],
             "datasets": {"sizes": rows}}
-    facet = {"facet": {"column": _f("point", "nominal", sort=list(points), title=None,
+    facet = {"facet": {"column": channel("point", "nominal", sort=list(points), title=None,
                                     header={"labelFontSize": 12})},
              "spec": {**spec, "width": max(width // max(len(points), 1) - 20, 90), "height": height},
              "data": spec["data"], "datasets": spec["datasets"], "resolve": {"scale": {"x": "independent"}}}
