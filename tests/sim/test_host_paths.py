@@ -162,7 +162,7 @@ def test_router_checksum_passes_are_the_recorded_ones(router_trace):
             r = P.router_forward(router_trace, gro=g, nf_conntrack_checksum=ct)
             res = gro.gro(router_trace, gro.GroParams(enabled=g, rx_csum="none"))
             skbs, ctp = csum.conntrack_check(res.out, enabled=ct)
-            segs = P._sw_segment(skbs, tx_csum=True) if g else skbs
+            segs = P.sw_segment(skbs, tx_csum=True) if g else skbs
             helped = csum.tx_checksum(segs, device_can_csum=False)
             recorded = res.passes.total_bytes() + ctp.total_bytes() + helped.total_bytes()
             charged = sum(s.ns.get("csum_partial", 0.0) for s in r.stages)
@@ -182,7 +182,7 @@ def test_router_matches_per_packet_reference(router_trace):
         r = P.router_forward(router_trace, gro=g, nf_conntrack_checksum=ct)
         res = gro.gro(router_trace, gro.GroParams(enabled=g, rx_csum="none"))
         skbs = res.out
-        segs = P._sw_segment(skbs, tx_csum=True) if g else skbs
+        segs = P.sw_segment(skbs, tx_csum=True) if g else skbs
         rows = lambda t: [dict(payload_len=int(t.payload_len[i]), tcp_hlen=int(t.tcp_hlen[i]),
                                csum_state=int(t.csum_state[i]), gso_size=int(t.gso_size[i])) for i in range(len(t))]
         ref = cpu_ref.router_forward_ref(h, [int(x) for x in router_trace.payload_len], rows(skbs), rows(segs),
