@@ -132,10 +132,12 @@ def mtu_room_note(mss: int, mtu: int) -> str | None:
 
 
 def profile_rows(result, case: str, top: int = 10, context: str | None = None) -> list[dict]:
-    """The model's ``perf top``: its ``top`` symbols (idle excluded) as rows for ``views.cpu_profile``."""
-    p = result.profile(context=context)
-    p = p[p.symbol != "[idle/other]"].head(top)
-    return [{"symbol": s, "share": float(v), "case": case} for s, v in zip(p.symbol, p.share)]
+    """The model's ``perf top``: its ``top`` symbols (idle excluded) as rows for ``views.cpu_profile``
+    (``CpuResult.symbol_cycles``: the same shares as ``profile()``, without building a table)."""
+    cpus = result.host.perf_cpus if context is None else result.host.contexts[context]
+    total = result.host.clock_hz * cpus
+    cyc = sorted(result.symbol_cycles(context=context).items(), key=lambda kv: -kv[1][0])[:top]
+    return [{"symbol": s, "share": float(c / total), "case": case} for s, (c, _, _) in cyc]
 
 
 def drops_text(drops: Mapping[str, int]) -> str:

@@ -68,11 +68,12 @@ def size_counts_chart(trace: Trace, points: Sequence[str], *, measure: str = "pa
     if measure not in SIZE_TITLES:
         raise ValueError(f"measure must be one of {sorted(SIZE_TITLES)}, not {measure!r}")
     rows = []
+    data = (trace.direction == 0) & (trace.payload_len > 0)       # column masks: no Trace copies
+    column = {"payload": "payload_len", "ip_len": "ip_len", "wire": "wire_len"}[measure]
     for p in points:
-        t = trace.at(p)
-        t = t[(t.direction == 0) & (t.payload_len > 0)]
-        values = {"payload": t.payload_len, "ip_len": t.ip_len, "wire": t.wire_len}[measure]
-        fate = np.where(t.drop != codes.DROP_NONE, 1, 0)
+        sel = data & (trace.point == trace.points.index(p))
+        values = getattr(trace, column)[sel]
+        fate = np.where(trace.drop[sel] != codes.DROP_NONE, 1, 0)
         key = values.astype(np.int64) * 2 + fate
         k, c = np.unique(key, return_counts=True)
         order = np.argsort(-c, kind="stable")[:top]

@@ -215,3 +215,19 @@ def test_busy_indicator_is_shown_while_the_model_runs():
     d.busy.observe(lambda ch: seen.append(ch["new"]), names="value")
     d.controls["mss"].value = 1000
     assert seen and "recomputing" in seen[0] and seen[-1] == ""
+
+
+def test_readme_lists_every_control_with_its_label_and_dashboards():
+    """The README's control table is the code's: same names, labels, and dashboards showing them."""
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip(" `"): [c.strip() for c in line.split("|")[1:-1]]
+            for line in readme.splitlines() if line.startswith("| `")}
+    shown: dict[str, set] = {}
+    for rid in ui.available():
+        for name in ui.dashboard(rid).controls:
+            shown.setdefault(name, set()).add(rid)
+    assert set(rows) == set(shown)
+    for name, (_, label, meaning, _, dashboards) in rows.items():
+        assert (label, meaning) == CONTROLS[name], name
+        assert set(d.strip() for d in dashboards.split(",")) == shown[name], name
