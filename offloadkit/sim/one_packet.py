@@ -91,9 +91,10 @@ class OnePacket:
     tso_effective: bool
     hop: Hop
     notes: list[str] = field(default_factory=list)
+    by_point: dict[str, Trace] = field(default_factory=dict)   # the same packets, per point (no copies)
 
     def at(self, point: str) -> Trace:
-        return self.trace.at(point)
+        return self.by_point[point] if point in self.by_point else self.trace.at(point)
 
     def packets(self, point: str) -> int:
         """Packets seen at ``point``, dropped ones included (what the trace panel heading counts)."""
@@ -102,16 +103,14 @@ class OnePacket:
     def sizes(self, point: str, delivered_only: bool = True) -> list[int]:
         """TCP payload bytes of the packets at ``point`` (dropped ones excluded by default)."""
         t = self.at(point)
-        if delivered_only:
-            t = t[t.drop == codes.DROP_NONE]
-        return [int(x) for x in t.payload_len]
+        v = t.payload_len[t.drop == codes.DROP_NONE] if delivered_only else t.payload_len
+        return [int(x) for x in v]
 
     def ip_lengths(self, point: str, delivered_only: bool = True) -> list[int]:
         """IP total lengths of the packets at ``point`` (dropped ones excluded by default)."""
         t = self.at(point)
-        if delivered_only:
-            t = t[t.drop == codes.DROP_NONE]
-        return [int(x) for x in t.ip_len]
+        v = t.ip_len[t.drop == codes.DROP_NONE] if delivered_only else t.ip_len
+        return [int(x) for x in v]
 
     @property
     def hop_payload_limit(self) -> int:
@@ -125,6 +124,11 @@ class OnePacket:
         return Trace.concat([w[w.drop != 0], t[t.drop != 0]])
 
     @property
+    def dropped_count(self) -> int:
+        """Packets dropped on the wire or at the hop."""
+        return int((self.at("wire").drop != 0).sum() + (self.at("after hop").drop != 0).sum())
+
+    @property
     def delivered_bytes(self) -> int:
         return int(self.at("after GRO").payload_len.sum())
 
@@ -132,8 +136,7 @@ class OnePacket:
     def wire_bytes(self) -> int:
         """Bytes the sender's link carries, Ethernet preamble, FCS and gap included."""
         w = self.at("wire")
-        sent = w[w.drop == 0]
-        return int((sent.ip_len.astype(np.int64) + ETH_OVERHEAD_BYTES).sum())
+        return int((w.ip_len[w.drop == 0].astype(np.int64) + ETH_OVERHEAD_BYTES).sum())
 
     @property
     def efficiency(self) -> float:
@@ -233,4 +236,5 @@ def one_packet(mss: int = 1448, mtu: int = 1500, payload: int = 2880, tso: bool 
                      f"{hop.ip_mtu_bytes}; dropped silently (no ICMP: a PMTUD black hole).")
     settings = dict(mss=mss, mtu=mtu, payload=payload, tso=tso, gro=gro, tx_csum=tx_csum, rx_csum=rx_csum,
                     nic=nic, encap=encap)
-    return OnePacket(settings, trace, lines, checksum.CsumPasses.concat(passes), g, bool(tso_hw), hop, notes)
+    return OnePacket(settings, trace, lines, checksum.CsumPasses.concat(passes), g, bool(tso_hw), hop, notes,
+                     {p: t.with_point(p) for p, t in seen.items()})

@@ -78,6 +78,7 @@ class Dashboard:
         self.last_exception: BaseException | None = None
         self.recomputes = 0
         self.carried: str | None = None     # the note of the last MSS carried down
+        self.readout_text = ""              # the readout as plain text (``readout`` shows it as HTML)
 
         self.message = W.HTML(value="", layout=W.Layout(min_height="1.5em"))
         self.message.add_class("offloadkit-message")
@@ -197,6 +198,7 @@ class Dashboard:
         for name, text in texts.items():
             if self.text_panels[name].value != text:
                 self.text_panels[name].value = text
+        self.readout_text = readout
         self.readout.value = f"<div style='white-space:normal;overflow-wrap:anywhere'>{html.escape(readout)}</div>"
         notes = " ".join(n for n in (self.carried, notes) if n)
         self.message.value = (f'<div class="offloadkit-note" style="color:#555">{html.escape(notes)}</div>'

@@ -29,7 +29,7 @@ def readout(r: OnePacket) -> str:
     wire = r.sizes("wire")
     recv = r.sizes("after GRO")
     n_pass = len(r.passes)
-    return (f"wire: {sizes_text(wire)} B · dropped: {len(r.dropped)} · receiver stack: "
+    return (f"wire: {sizes_text(wire)} B · dropped: {r.dropped_count} · receiver stack: "
             f"{len(recv)} packet{'s' if len(recv) != 1 else ''} ({sizes_text(recv)} B) · "
             f"software checksums: {n_pass} pass{'es' if n_pass != 1 else ''}, {r.passes.total_bytes()} B · "
             f"efficiency {100 * r.efficiency:.1f} %")

@@ -159,15 +159,15 @@ _PRE = (f"font-family:{MONO};font-size:11px;line-height:1.35;margin:2px 0;white-
 
 # -- segment sizes -----------------------------------------------------------
 def packet_rows(trace: Trace, points: Iterable[str] | None = None) -> list[dict]:
-    """One row per packet: point, index at that point, sizes and fate."""
+    """One row per packet: point, index at that point, sizes and fate (column masks, no Trace copies)."""
     rows = []
+    wire_all = trace.wire_len
     for point in points or trace.points:
-        at = trace.at(point)
-        drop, plen, ip_len, wire = at.drop, at.payload_len, at.ip_len, at.wire_len
-        for i in range(len(at)):
-            d = int(drop[i])
-            rows.append({"point": point, "i": i, "payload": int(plen[i]), "ip_len": int(ip_len[i]),
-                         "wire": int(wire[i]), "fate": "dropped" if d else "delivered",
+        sel = np.nonzero(trace.point == trace.points.index(point))[0] if point in trace.points else []
+        for i, k in enumerate(sel):
+            d = int(trace.drop[k])
+            rows.append({"point": point, "i": i, "payload": int(trace.payload_len[k]), "ip_len": int(trace.ip_len[k]),
+                         "wire": int(wire_all[k]), "fate": "dropped" if d else "delivered",
                          "why": DROP_NAMES.get(d, str(d))})
     return rows
 
