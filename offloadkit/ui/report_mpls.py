@@ -76,8 +76,11 @@ def compute(v: dict, refs: list[dict]) -> ReportView:
 
 def readout(r: ReportView) -> str:
     res = r.run
-    return (f"goodput {views.format_rate(res.goodput_bps)} over {res.duration_s:g} s · leaving ns0: "
-            f"{sizes_text(res.segment_sizes('ns0-out'))} B · drops: {drops_text(res.drops)} · "
+    sizes = res.segment_sizes('ns0-out')
+    limit = res.scenario.trace_limit
+    shown = (f"the first {limit} packets recorded: " if sum(sizes.values()) >= limit else "")
+    return (f"goodput {views.format_rate(res.goodput_bps)} over {res.duration_s:g} s · leaving ns0 ({shown}"
+            f"{sizes_text(sizes)} B) · drops: {drops_text(res.drops)} · "
             f"RTOs: {res.rtos} · loss probes: {res.tlp_probes}")
 
 

@@ -206,7 +206,7 @@ def drag_mss_across_the_track(page, steps: int = 6) -> list[str]:
         page.wait_for_timeout(400)
         page.wait_for_function("() => { const b = document.querySelector('.offloadkit-busy');"
                                " return b && b.textContent.trim() === ''; }", timeout=60_000)
-        page.wait_for_timeout(300)
+        page.wait_for_timeout(1500)     # let vega-embed finish re-embedding the charts before the next drag
         err = page.locator(".offloadkit-message .offloadkit-error")
         if err.count():
             errors.append(err.first.inner_text())
