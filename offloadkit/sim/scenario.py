@@ -256,8 +256,29 @@ class Scenario:
     Give ``bytes_per_flow`` (a finite transfer, run to completion) and/or
     ``duration_ns`` (simulated time). Capture-point names can follow a
     report (``sender_point="guest"``, ``wire_point="macvtap"``, ...).
-    ``trace_limit``: packets recorded per capture point (the first ones);
-    statistics always cover the whole run.
+
+    Parameters
+    ----------
+    tcp : Tcp
+        The TCP sender and receiver (MSS, timestamps, the kernel's loss-recovery rules).
+    nic : Nic
+        The sender's NIC: TSO, GSO, TX checksum offload, MTU, rate.
+    path : tuple of Hop
+        The links in order; at least one (the bottleneck).
+    receiver : Receiver
+        GRO and receive checksum offload at the receiver.
+    flows : int
+        Concurrent flows (1-64).
+    bytes_per_flow, duration_ns : int or None
+        How much each flow sends, or for how long (simulated nanoseconds).
+    seed : int
+        Seed of the random numbers (initial sequence numbers, timestamps, random loss).
+    sender_point, wire_point, receiver_point : str
+        Names of the capture points.
+    trace_limit : int
+        Packets recorded per capture point (the first ones); statistics always cover the whole run.
+    sample_ns : int or None
+        Interval of the cwnd/delivery time series (None: about 1000 samples over the run).
     """
 
     tcp: Tcp = field(default_factory=Tcp)

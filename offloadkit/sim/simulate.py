@@ -391,7 +391,24 @@ def assemble(sc: Scenario, W: K.World) -> Result:
 
 
 def simulate(scenario: Scenario) -> Result:
-    """Simulate ``scenario``; see :class:`Result`."""
+    """Simulate ``scenario``: TCP flows through the sender's offloads, the path and the receiver.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        The flows, the sender's NIC, the hops and the receiver.
+
+    Returns
+    -------
+    Result
+        Goodput, drops, retransmissions and the packets at every capture point
+        (``result.at(point)``, ``result.segment_sizes(point)``).
+
+    Raises
+    ------
+    ValueError
+        If ``scenario`` is not a :class:`Scenario`.
+    """
     if not isinstance(scenario, Scenario):
         raise ValueError(f"simulate() needs a Scenario, not {type(scenario).__name__}")
     return assemble(scenario, run(scenario))

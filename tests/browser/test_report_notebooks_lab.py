@@ -20,7 +20,7 @@ from test_intro_browser import ARM_TIMER
 from test_report_notebooks import CHARTS, NEW_MSS, NOTEBOOKS, SCREENSHOTS, set_slider, wait_readout
 
 pytestmark = pytest.mark.browser
-SKIPPED_CELL = "kernel_lab_text({"   # the "try it on a real kernel" cell: real namespaces, ~25 s as root
+SKIPPED_CELL = "section_text("   # the "try it on a real kernel" cell: real namespaces, ~25 s as root
 LATENCIES: list[float] = []
 
 RUN_UP_TO_KERNEL_LAB = """async (skip) => {

@@ -196,11 +196,3 @@ def test_trace_headings_count_packets_not_lines():
     nic = d.result.window.at("nic")
     assert f"nic ({len(nic)} packets)" in d.text_panels["trace"].value
     assert len(d.result.lines["nic"]) == 2 * len(nic)
-
-
-def test_kernel_lab_text_says_why_it_is_skipped(monkeypatch):
-    from offloadkit.lab.runner import LabSettings
-    from offloadkit.reports.kernel_lab import kernel_lab_text
-    monkeypatch.setenv("OFFLOADKIT_LAB_FORCE_REFUSE", "1")
-    text = kernel_lab_text({"A": LabSettings(bytes="1M"), "B": LabSettings(gro=False, bytes="1M")})
-    assert text.startswith("Skipped: ") and "root" in text and len(text.splitlines()) == 1
