@@ -147,7 +147,7 @@ class OnePacket:
     def passes_by_place(self) -> list[dict]:
         """[{place, count, bytes}] per software checksum place, in PASS_* order."""
         rows = []
-        for place in sorted(set(int(p) for p in self.passes.place)):
+        for place in sorted({int(p) for p in self.passes.place}):
             sel = self.passes.place == place
             rows.append({"place": place, "count": int(sel.sum()), "bytes": int(self.passes.nbytes[sel].sum())})
         return rows
@@ -234,7 +234,7 @@ def one_packet(mss: int = 1448, mtu: int = 1500, payload: int = 2880, tso: bool 
         notes.append(f"{n_hop_drop} packet(s) of up to {big} IP bytes did not fit the hop: MTU {mtu} "
                      f"- {encap if encap != 'none' else 'no encapsulation'} ({hop.overhead_bytes}) leaves "
                      f"{hop.ip_mtu_bytes}; dropped silently (no ICMP: a PMTUD black hole).")
-    settings = dict(mss=mss, mtu=mtu, payload=payload, tso=tso, gro=gro, tx_csum=tx_csum, rx_csum=rx_csum,
-                    nic=nic, encap=encap)
+    settings = {"mss": mss, "mtu": mtu, "payload": payload, "tso": tso, "gro": gro, "tx_csum": tx_csum,
+                "rx_csum": rx_csum, "nic": nic, "encap": encap}
     return OnePacket(settings, trace, lines, checksum.CsumPasses.concat(passes), g, bool(tso_hw), hop, notes,
                      {p: t.with_point(p) for p, t in seen.items()})

@@ -8,9 +8,11 @@ Sliders recompute on release; the MSS slider's maximum follows the MTU
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import ipywidgets as W
+import traitlets
 
 # name -> (label, meaning). Every dashboard control is one of these.
 CONTROLS: dict[str, tuple[str, str]] = {
@@ -22,8 +24,8 @@ CONTROLS: dict[str, tuple[str, str]] = {
     "gso": ("GSO", "the sender kernel segments super-packets in software when the device cannot"),
     "gro": ("GRO", "the receiving host's NIC merges segments (napi_gro_receive)"),
     "tx_csum": ("TX checksum offload", "the sender device fills TCP checksums (NETIF_F_HW_CSUM)"),
-    "rx_csum": ("RX checksum offload", "the receiving NIC validates checksums: on/off, or on vxlan which "
-                "checksum it vouches for (outer UDP only, inner TCP too, none)"),
+    "rx_csum": ("RX checksum offload", ("the receiving NIC validates checksums: on/off, or on vxlan which "
+                                        "checksum it vouches for (outer UDP only, inner TCP too, none)")),
     "nic": ("NIC", "the sender device's segmentation model"),
     "encap": ("encapsulation", "headers the hop adds inside its MTU"),
     "mpls": ("MPLS label on the route", "the route pushes label 100"),
@@ -86,7 +88,7 @@ def control_values(ctl: W.ValueWidget, n: int = 12) -> list:
     if hasattr(ctl, "options") and not hasattr(ctl, "min"):
         return [o[1] if isinstance(o, tuple) else o for o in ctl.options]
     lo, hi, step = ctl.min, ctl.max, getattr(ctl, "step", 1) or 1
-    vals = {lo + int(round((hi - lo) * k / (n - 1) / step)) * step for k in range(n)}
+    vals = {lo + round((hi - lo) * k / (n - 1) / step) * step for k in range(n)}
     vals |= {ctl.value - step * k for k in (1, 2, 3) if ctl.value - step * k >= lo}
     return sorted(v for v in vals if lo <= v <= hi)
 
@@ -102,5 +104,5 @@ def apply_overrides(controls: Mapping[str, W.ValueWidget], overrides: Mapping[st
             raise ValueError(f"{name}={value} is outside the control's range {lo}..{hi}; choose a value in it.")
         try:
             ctl.value = value
-        except Exception as e:  # traitlets.TraitError for a dropdown value not among the options
+        except traitlets.TraitError as e:  # a dropdown value not among the options
             raise ValueError(f"{name}={value!r}: {e}") from None
