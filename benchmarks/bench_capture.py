@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import struct
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +24,9 @@ import numpy as np
 from offloadkit import codes as C
 from offloadkit.io import capture, pcap
 from offloadkit.trace import Trace
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from reference import pcap_ref  # noqa: E402  (the dpkt reference reader)
 
 
 def make_header_only_pcap(path: Path, n: int) -> None:
@@ -113,7 +117,7 @@ def main() -> None:
         assert r.fast_path and len(r.trace) == a.packets and r.ok, r.messages
         dt_py, rp = timed(lambda p: capture.read_capture(p, fast=False), small)
         dt_dpkt, nd = timed(bare_dpkt_loop, small, nb)
-        dt_ref, rr = timed(pcap.read_pcap, small)
+        dt_ref, rr = timed(pcap_ref.read_pcap, small)
         assert nd == nb and len(rr) == nb and len(rp.trace) == nb
         same = all(np.array_equal(rr.columns[c], r.trace.columns[c][:nb])
                    for c in ("seq", "ack", "payload_len", "flags", "sport", "ip_id", "time_ns"))

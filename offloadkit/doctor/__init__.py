@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..io.capture import read_capture
 from ..trace import Trace
 from . import checksums, loss, sizes, stats
 from .context import Hints, build
@@ -96,7 +97,6 @@ def diagnose(trace: Trace, side: str | None = None, mtu: int | None = None, gro:
 def diagnose_file(path, side: str | None = None, mtu: int | None = None, gro: str | None = None) -> Diagnosis:
     """Read a pcap/pcapng and diagnose it. Raises ValueError only if the file cannot be opened
     or is not a capture at all (nothing could be read)."""
-    from ..io.capture import read_capture
     res = read_capture(path)
     name = str(path) if not isinstance(path, (bytes, bytearray, memoryview)) else "<bytes>"
     trace = res.trace if res.trace is not None else Trace.empty()

@@ -1,4 +1,4 @@
-"""Internet-checksum arithmetic (RFC 1071) for IPv4 and TCP, as numba kernels.
+"""Internet-checksum arithmetic (RFC 1071) for IPv4, IPv6 and TCP, as numba kernels.
 
 All sums are plain integers: a *sum* is an unfolded one's-complement
 accumulator (any non-negative int64), ``fold16`` folds it to 16 bits and
@@ -32,8 +32,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..packet.csum import csum_bytes
+from ..packet.tcp_options import (
+    MAX_TCP_OPTION_BYTES,
+    tcp_options_len,
+    write_tcp_options,
+)
+
 IPPROTO_TCP = 6
-MAX_TCP_OPTION_BYTES = 40
 
 
 @njit(cache=True)
@@ -70,6 +76,23 @@ def addr_sum(ip):
     """Sum of the two 16-bit halves of an IPv4 address (uint32)."""
     ip = np.int64(ip) & 0xFFFFFFFF
     return (ip >> 16) + (ip & 0xFFFF)
+
+
+@njit(cache=True)
+def ip6_addr_sum(addr):
+    """Sum of the eight 16-bit words of an IPv6 address (uint8[16])."""
+    s = np.int64(0)
+    for i in range(0, 16, 2):
+        s += (np.int64(addr[i]) << 8) | np.int64(addr[i + 1])
+    return s
+
+
+@njit(cache=True)
+def pseudo_addr_sum(ip_version, src_ip, dst_ip, src_ip6, dst_ip6):
+    """Sum of the pseudo-header's two addresses: IPv4 (RFC 793) or IPv6 (RFC 8200 §8.1)."""
+    if ip_version == 6:
+        return ip6_addr_sum(src_ip6) + ip6_addr_sum(dst_ip6)
+    return addr_sum(src_ip) + addr_sum(dst_ip)
 
 
 @njit(cache=True)
@@ -132,89 +155,6 @@ def tcp_flags_word(tcp_hlen, flags):
 def u32_sum(v):
     v = np.int64(v) & 0xFFFFFFFF
     return (v >> 16) + (v & 0xFFFF)
-
-
-@njit(cache=True)
-def write_tcp_options(out, opt_mss, opt_sackok, opt_ts, tsval, tsecr, opt_wscale, sack_n, sack):
-    """Write options in Linux ``tcp_options_write`` order into ``out`` (uint8[>=40]); return bytes written.
-
-    ``sack`` holds left/right edges (as Trace.sack rows). Stops before
-    overflowing 40 bytes (at most 3 SACK blocks fit with timestamps).
-    """
-    n = 0
-    if opt_mss > 0:
-        out[0] = 2
-        out[1] = 4
-        out[2] = (np.int64(opt_mss) >> 8) & 0xFF
-        out[3] = np.int64(opt_mss) & 0xFF
-        n = 4
-    if opt_ts:
-        if opt_sackok:
-            out[n] = 4
-            out[n + 1] = 2
-        else:
-            out[n] = 1
-            out[n + 1] = 1
-        out[n + 2] = 8
-        out[n + 3] = 10
-        for i in range(4):
-            out[n + 4 + i] = (np.int64(tsval) >> (24 - 8 * i)) & 0xFF
-            out[n + 8 + i] = (np.int64(tsecr) >> (24 - 8 * i)) & 0xFF
-        n += 12
-    elif opt_sackok:
-        out[n] = 1
-        out[n + 1] = 1
-        out[n + 2] = 4
-        out[n + 3] = 2
-        n += 4
-    if opt_wscale >= 0:
-        out[n] = 1
-        out[n + 1] = 3
-        out[n + 2] = 3
-        out[n + 3] = np.int64(opt_wscale) & 0xFF
-        n += 4
-    nblk = min(np.int64(sack_n), (MAX_TCP_OPTION_BYTES - n - 4) // 8)
-    if nblk > 0:
-        out[n] = 1
-        out[n + 1] = 1
-        out[n + 2] = 5
-        out[n + 3] = 2 + 8 * nblk
-        n += 4
-        for b in range(2 * nblk):
-            v = np.int64(sack[b]) & 0xFFFFFFFF
-            for i in range(4):
-                out[n + i] = (v >> (24 - 8 * i)) & 0xFF
-            n += 4
-    return n
-
-
-@njit(cache=True)
-def tcp_options_len(opt_mss, opt_sackok, opt_ts, opt_wscale, sack_n):
-    """Bytes of options ``write_tcp_options`` writes (before padding)."""
-    n = 4 if opt_mss > 0 else 0
-    if opt_ts:
-        n += 12
-    elif opt_sackok:
-        n += 4
-    if opt_wscale >= 0:
-        n += 4
-    nblk = min(np.int64(sack_n), (MAX_TCP_OPTION_BYTES - n - 4) // 8)
-    if nblk > 0:
-        n += 4 + 8 * nblk
-    return n
-
-
-@njit(cache=True)
-def csum_bytes(buf, start, end):
-    """Unfolded sum of big-endian 16-bit words of ``buf[start:end]`` (odd tail padded with 0)."""
-    s = np.int64(0)
-    i = start
-    while i + 1 < end:
-        s += (np.int64(buf[i]) << 8) | np.int64(buf[i + 1])
-        i += 2
-    if i < end:
-        s += np.int64(buf[i]) << 8
-    return s
 
 
 @njit(cache=True)
@@ -364,6 +304,8 @@ def warmup() -> None:
     trace_checksums(t, False)
     buf = np.zeros(64, dtype=np.uint8)
     tcp_checksum_buffer(np.uint32(1), np.uint32(2), buf, 0, 40)
+    pseudo_addr_sum(6, np.uint32(0), np.uint32(0), buf[:16], buf[16:32])
+    pseudo_addr_sum(4, np.uint32(1), np.uint32(2), buf[:16], buf[16:32])
     ip_checksum_buffer(buf, 0, 20)
     csum_finish_mangled(np.int64(0xFFFF))
     corrupt_checksum(0)

@@ -15,7 +15,7 @@ Rendering follows tcpdump 4.99 (print-ip.c, print-ip6.c, print-tcp.c):
 
 The checksum value shown is the one :mod:`offloadkit.io.pcap` writes for the row
 (synthetic payload is zeros). Encapsulations print as tcpdump prints the headers
-pcap.py writes (MPLS labels, PPPoE session, VXLAN outer packet; VLAN tags are
+packet/build.py writes (MPLS labels, PPPoE session, VXLAN outer packet; VLAN tags are
 not shown without -e). Every form is tested line for line against tcpdump 4.99.
 """
 from __future__ import annotations
@@ -28,8 +28,9 @@ from typing import Iterable
 import numpy as np
 
 from .. import codes
+from ..packet import build, csum
+from ..packet.tcp_options import options_bytes
 from ..trace import FIELDS, MAX_SACK_BLOCKS, Trace
-from . import pcap as _pcap
 
 # tcpdump 4.99 print-tcp.c tcp_flag_values, in table order (ACK after PSH).
 TCPDUMP_FLAG_ORDER = ((codes.FIN, "F"), (codes.SYN, "S"), (codes.RST, "R"), (codes.PSH, "P"),
@@ -145,7 +146,7 @@ def render(trace: Trace, verbose: bool = False, relative: bool = True, time: boo
     "IP6 a > b: [|tcp]"). annotate=True (not tcpdump) labels deliberate checksum
     states after the verdict: "[partial: the NIC completes it]" / "[wrong on purpose]".
     """
-    r = _pcap._Rows(trace)
+    r = build.Rows(trace)
     c = r.c
     state = SeqState()
     out = []
@@ -157,9 +158,9 @@ def render(trace: Trace, verbose: bool = False, relative: bool = True, time: boo
         dst = c["dst_ip6"][i] if v == 6 else c["dst_ip"][i]
         src_k = bytes(src) if v == 6 else src
         dst_k = bytes(dst) if v == 6 else dst
-        opts = _pcap.tcp_options(flags, c["opt_mss"][i], c["opt_sackok"][i], c["opt_ts"][i], c["tsval"][i],
-                                 c["tsecr"][i], c["opt_wscale"][i], c["sack_n"][i], c["sack"][i],
-                                 c["tcp_hlen"][i])
+        opts = options_bytes(c["opt_mss"][i], c["opt_sackok"][i], c["opt_ts"][i], c["tsval"][i],
+                             c["tsecr"][i], c["opt_wscale"][i], c["sack_n"][i], c["sack"][i],
+                             c["tcp_hlen"][i])
         thl = 20 + len(opts)
         plen = c["payload_len"][i]
         head = _time_text(c["time_ns"][i]) if time else ""
@@ -207,7 +208,7 @@ def render(trace: Trace, verbose: bool = False, relative: bool = True, time: boo
 
 
 def _encap_prefix(c: dict, i: int, head: str, verbose: bool, thl: int) -> str:
-    """What tcpdump prints before the inner IP packet for the encapsulations pcap.py writes."""
+    """What tcpdump prints before the inner IP packet for the encapsulations packet.build writes."""
     enc = c["encap"][i]
     pre = ""
     l2 = 14
@@ -226,7 +227,7 @@ def _encap_prefix(c: dict, i: int, head: str, verbose: bool, thl: int) -> str:
         full = (40 if v == 6 else max(20, min(60, c["ip_hlen"][i] & ~3))) + thl + c["payload_len"][i]
         vni = c["vni"][i] if c["vni"][i] >= 0 else 1
         sport = 49152 + (c["sport"][i] ^ c["dport"][i]) % 16384
-        ends = f"198.18.255.1.{sport} > 198.18.255.2.{_pcap.VXLAN_PORT}: VXLAN, flags [I] (0x08), vni {vni}\n"
+        ends = f"198.18.255.1.{sport} > 198.18.255.2.{build.VXLAN_PORT}: VXLAN, flags [I] (0x08), vni {vni}\n"
         if verbose:
             outer = f"IP (tos 0x0, ttl 64, id 0, offset 0, flags [DF], proto UDP (17), length " \
                     f"{36 + l2 + full})\n    " + ends
@@ -267,9 +268,9 @@ def _cksum_text(r, i: int, v: int, opts: bytes, thl: int, annotate: bool = False
         src, dst = bytes(c["src_ip6"][i]), bytes(c["dst_ip6"][i])
     else:
         src, dst = struct.pack("!I", c["src_ip"][i]), struct.pack("!I", c["dst_ip"][i])
-    correct, partial = _pcap.tcp_checksums(v, src, dst, hdr, b"", c["payload_len"][i])
-    field = _pcap.tcp_field_value(c["csum_state"][i], c["csum_bad"][i], c["tcp_csum"][i], correct, partial)
-    should = _pcap.tcpdump_verdict(field, correct)
+    correct, partial = csum.tcp_checksums(src, dst, hdr, b"", c["payload_len"][i])
+    field = csum.tcp_field_value(c["csum_state"][i], c["csum_bad"][i], c["tcp_csum"][i], correct, partial)
+    should = csum.tcpdump_verdict(field, correct)
     text = f"cksum 0x{field:04x} " + ("(correct)" if should is None else f"(incorrect -> 0x{should:04x})")
     if annotate and c["csum_state"][i] == codes.CSUM_PARTIAL:
         text += " " + ANNOTATE_PARTIAL

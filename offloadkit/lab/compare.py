@@ -2,28 +2,28 @@
 
 ``compare(settings)`` runs the lab (router topology, captures at router-in,
 router-out and rcv), then the kit's ``segment`` over the router-ingress capture
-and its ``gro`` over the router-egress capture, through the kit's own CLI verbs
-(so exactly what a user runs). If a verb is not there yet, that half says so
-instead of failing. ``gro`` gets the packets that reach the receiver, with the
-kernel's NAPI poll ends (read off its aggregates, see ``oracle``) as time gaps.
+and its ``gro`` over the router-egress capture, through the functions the
+``segment`` and ``gro`` verbs call (``offloadkit.rewrite``). ``gro`` gets the
+packets that reach the receiver, with the kernel's NAPI poll ends (read off its aggregates, see ``oracle``) as time gaps.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
+from ..engine.gro import GroParams
+from ..io.capture import read_records, write_capture
+from ..rewrite.gro import gro_records
+from ..rewrite.segment import segment_records
 from . import oracle, safety
 from .packets import read_headers
 from .runner import LabResult, run_lab
 from .topology import LabSettings
 
-
-#: ``gro`` options for arrivals whose time gaps mark the kernel's poll ends (``oracle.arrivals``).
-WITH_KERNEL_POLLS = ("--napi-budget", "1000000", "--poll-gap", "1ms")
+#: GRO parameters for arrivals whose time gaps mark the kernel's poll ends (``oracle.arrivals``).
+WITH_KERNEL_POLLS = GroParams(napi_budget=1_000_000, poll_gap_ns=1_000_000)
 
 
 def size_histogram(pcap, sender_ip: str | None = None, top: int = 6) -> dict:
@@ -35,37 +35,16 @@ def size_histogram(pcap, sender_ip: str | None = None, top: int = 6) -> dict:
     return {int(v[k]): int(c[k]) for k in order}
 
 
-def verb_available(verb: str) -> bool:
-    from ..cli import _available
-    return verb in _available()
+def kit_segment(ingress: str, out: str, mss: int) -> None:
+    """The kit's ``segment`` over a capture (``rewrite.segment``), written to ``out``."""
+    records, info = read_records(ingress)
+    write_capture(out, segment_records(records, mss).records, info)
 
 
-def run_verb(argv: list[str]) -> tuple[int, str]:
-    """Run an ``offloadkit`` verb in-process; returns (exit status, stderr text)."""
-    from ..cli import main
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            code = main(argv)
-        except SystemExit as e:  # argparse errors
-            code = e.code if isinstance(e.code, int) else 2
-    return int(code or 0), err.getvalue().strip()
-
-
-def kit_segment(ingress: str, out: str, mss: int) -> str | None:
-    """Run ``offloadkit segment``; returns an error sentence or None."""
-    if not verb_available("segment"):
-        return "offloadkit segment is not available yet (offloadkit/commands/segment.py is missing)"
-    code, err = run_verb(["segment", ingress, out, "--mss", str(mss)])
-    return None if code == 0 else f"offloadkit segment failed ({code}): {err}"
-
-
-def kit_gro(egress: str, out: str, *extra: str) -> str | None:
-    """Run ``offloadkit gro``; returns an error sentence or None."""
-    if not verb_available("gro"):
-        return "offloadkit gro is not available yet (offloadkit/commands/gro.py is missing)"
-    code, err = run_verb(["gro", egress, out, *extra])
-    return None if code == 0 else f"offloadkit gro failed ({code}): {err}"
+def kit_gro(egress: str, out: str, params: GroParams = WITH_KERNEL_POLLS) -> None:
+    """The kit's ``gro`` over a capture (``rewrite.gro``), written to ``out``."""
+    records, info = read_records(egress)
+    write_capture(out, gro_records(records, params).records, info)
 
 
 def compare_captures(result: LabResult, work_dir: str | Path) -> dict:
@@ -81,26 +60,20 @@ def compare_captures(result: LabResult, work_dir: str | Path) -> dict:
         out["gso_size"] = mss
         out["expected_gso_size"] = result.settings.expected_payload()
         seg_out = str(work / "kit-segment.pcap")
-        err = kit_segment(caps["router-in"], seg_out, mss)
-        if err:
-            out["notes"].append(err)
-        else:
-            out["kit"]["router-out"] = size_histogram(seg_out, result.sender_ip)
-            rep = oracle.compare_segmentation(seg_out, caps["router-out"], result.sender_ip)
-            out["segmentation"] = {"ok": rep.ok, "summary": rep.summary()}
+        kit_segment(caps["router-in"], seg_out, mss)
+        out["kit"]["router-out"] = size_histogram(seg_out, result.sender_ip)
+        rep = oracle.compare_segmentation(seg_out, caps["router-out"], result.sender_ip)
+        out["segmentation"] = {"ok": rep.ok, "summary": rep.summary()}
         if "rcv" in caps and result.settings.gro:
             gro_out = str(work / "kit-gro.pcap")
             polls = oracle.kernel_poll_ends(caps["rcv"], caps["router-out"], result.sender_ip)
             arrived = oracle.arrivals(caps["router-out"], work / "router-out-arrivals.pcap", result.receiver_ip,
                                       polls)
-            err = kit_gro(arrived, gro_out, *WITH_KERNEL_POLLS)
-            if err:
-                out["notes"].append(err)
-            else:
-                out["kit"]["rcv"] = size_histogram(gro_out, result.sender_ip)
-                rep = oracle.compare_gro(gro_out, caps["rcv"], caps["router-out"], result.sender_ip)
-                out["gro"] = {"ok": rep.exact, "summary": rep.summary(),
-                              "kernel_poll_ends": sum(len(v) for v in polls.values())}
+            kit_gro(arrived, gro_out)
+            out["kit"]["rcv"] = size_histogram(gro_out, result.sender_ip)
+            rep = oracle.compare_gro(gro_out, caps["rcv"], caps["router-out"], result.sender_ip)
+            out["gro"] = {"ok": rep.exact, "summary": rep.summary(),
+                          "kernel_poll_ends": sum(len(v) for v in polls.values())}
     else:
         out["notes"].append("the kit comparison needs the router topology with router-in and router-out captures")
     return out

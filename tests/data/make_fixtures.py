@@ -17,7 +17,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 from offloadkit import codes as C  # noqa: E402
-from offloadkit.io import pcap as P  # noqa: E402
+from offloadkit.packet import build  # noqa: E402
+from offloadkit.packet.csum import ip_header_checksum  # noqa: E402
+from offloadkit.packet.tcp_options import options_bytes  # noqa: E402
 from offloadkit.trace import Trace  # noqa: E402
 
 A, B = 0xC6120001, 0xC6120002          # 198.18.0.1, 198.18.0.2
@@ -63,7 +65,7 @@ def base_trace(payload_scale: int = 1, v6: bool = False) -> Trace:
         tos=[r.get("tos", 0) for r in rows],
     )
     t = Trace.from_columns(**cols)
-    hl = np.array([20 + len(P.tcp_options(*a)) for a in zip(
+    hl = np.array([20 + len(options_bytes(*a[1:])) for a in zip(
         t.flags.tolist(), t.opt_mss.tolist(), t.opt_sackok.tolist(), t.opt_ts.tolist(), t.tsval.tolist(),
         t.tsecr.tolist(), t.opt_wscale.tolist(), t.sack_n.tolist(), t.sack.tolist())])
     t = t.replace(tcp_hlen=hl, ip_len=20 + hl + t.payload_len)
@@ -77,10 +79,10 @@ def base_trace(payload_scale: int = 1, v6: bool = False) -> Trace:
 
 def frames(trace: Trace, header_only: bool = False) -> list[tuple[int, bytes, int]]:
     """(time_ns, captured frame, original length) per row, as write_pcap builds them."""
-    r = P._Rows(trace)
+    r = build.Rows(trace)
     out = []
     for i in range(len(trace)):
-        l2, body, full = P.build_packet(r, i, None)
+        l2, body, full = build.build_packet(r, i, None)
         frame = l2 + body
         orig = len(frame)
         if header_only:
@@ -89,7 +91,7 @@ def frames(trace: Trace, header_only: bool = False) -> list[tuple[int, bytes, in
     return out
 
 
-def pcap_bytes(pkts, linktype=1, nano=False, big_endian=False, snaplen=P.SNAPLEN, modified=False) -> bytes:
+def pcap_bytes(pkts, linktype=1, nano=False, big_endian=False, snaplen=build.SNAPLEN, modified=False) -> bytes:
     e = ">" if big_endian else "<"
     magic = 0xA1B2CD34 if modified else 0xA1B23C4D if nano else 0xA1B2C3D4
     out = bytearray(struct.pack(e + "IHHiIII", magic, 2, 4, 0, 0, snaplen, linktype))
@@ -122,7 +124,7 @@ def pcapng_bytes(interfaces, packets) -> bytes:
             opts += _opt(9, bytes([resol]))
         if off:
             opts += _opt(14, struct.pack("<q", off))
-        out += _block(1, struct.pack("<HHI", lt, 0, P.SNAPLEN) + opts + _opt(0, b""))
+        out += _block(1, struct.pack("<HHI", lt, 0, build.SNAPLEN) + opts + _opt(0, b""))
     out += _block(4, b"\0\0\0\0")                       # a name resolution block, to be skipped
     for iface, t, frame, orig in packets:
         lt, resol, off = interfaces[iface]
@@ -152,10 +154,10 @@ def sll2(frame: bytes) -> bytes:
 
 def non_tcp_frames(t_ns: int) -> list[tuple[int, bytes, int]]:
     """An ARP request and a UDP/DNS packet: both must be skipped and counted."""
-    arp = P.ETH_DST + P.ETH_SRC + b"\x08\x06" + bytes(28)
+    arp = build.ETH_DST + build.ETH_SRC + b"\x08\x06" + bytes(28)
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28, 0, 0, 64, 17, 0, bytes(4), bytes(4))
-    ip = ip[:10] + struct.pack("!H", P.ip_header_checksum(ip)) + ip[12:]
-    udp = P.ETH_DST + P.ETH_SRC + b"\x08\x00" + ip + struct.pack("!HHHH", 5353, 53, 8, 0)
+    ip = ip[:10] + struct.pack("!H", ip_header_checksum(ip)) + ip[12:]
+    udp = build.ETH_DST + build.ETH_SRC + b"\x08\x00" + ip + struct.pack("!HHHH", 5353, 53, 8, 0)
     return [(t_ns, arp, len(arp)), (t_ns + 1, udp, len(udp))]
 
 
@@ -216,7 +218,7 @@ def fixtures() -> dict[str, tuple[bytes, Trace]]:
 def _fix_ip_csum(frame: bytes) -> bytes:
     ip = frame[14:34]
     ip = ip[:10] + b"\0\0" + ip[12:]
-    ip = ip[:10] + struct.pack("!H", P.ip_header_checksum(ip)) + ip[12:]
+    ip = ip[:10] + struct.pack("!H", ip_header_checksum(ip)) + ip[12:]
     return frame[:14] + ip + frame[34:]
 
 

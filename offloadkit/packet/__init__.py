@@ -1,0 +1,1 @@
+"""bytes <-> header fields: link types, the one decoder, TCP options, byte checksums."""

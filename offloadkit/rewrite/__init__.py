@@ -1,0 +1,1 @@
+"""A capture's bytes through one stage: what ``offloadkit segment`` and ``gro`` write."""

@@ -1,0 +1,217 @@
+"""A capture's packets through GRO: what ``offloadkit gro`` writes.
+
+Every record is decoded by ``packet.decode``; what the capture tells GRO
+(``engine.gro.GroHints``) is read off the decoded layout:
+
+- no GRO handler (delivered at once, unmerged, as the kernel does for protocols
+  it has no ``gro_receive`` for): anything that is not TCP over IPv4/IPv6,
+  MPLS and PPPoE frames, an IPv6 fragment header, an IPv4 header with options
+  on the outer packet of IPIP/VXLAN (``inet_gro_receive``: ``*(u8 *)iph != 0x45``),
+  a TCP header that was not captured;
+- ``soft_flush`` (``NAPI_GRO_CB(skb)->flush`` from ``inet_gro_receive``): the
+  frame's original length disagrees with the IP total length (payload missing
+  on the wire, Ethernet padding); IP total length 0 takes the length from the frame;
+- ``ip_csum_ok``: the IPv4 header checksums (inner and outer) verify;
+- ``flow_key``: what else must be equal for two packets to be one flow (outer
+  addresses and UDP source port, IPv6 flow label and extension headers, VLAN tags);
+  ``opt_key``: the TCP option bytes, compared byte for byte;
+- TCP checksums are verified on the real bytes when the whole segment was
+  captured (``csum_bad``); a pseudo-header sum (captured on a host with TX
+  offload) counts as right. Header-only records are trusted.
+
+A merged packet is the first packet's headers patched as ``inet_gro_complete``
+/ ``tcp4_gro_complete`` do (IP total length, IPv6 payload length, outer IPv4/UDP
+lengths, IP header checksums, FIN/PSH ORed in, TCP checksum = the pseudo-header
+sum of a CHECKSUM_PARTIAL packet) followed by the merged payload bytes as far
+as captured; a packet delivered alone is copied byte for byte.
+"""
+from __future__ import annotations
+
+import hashlib
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import codes
+from ..engine.gro import GroHints, GroParams, GroResult, gro
+from ..io.records import Record
+from ..packet.csum import fold, ip_header_checksum, ones_sum, pseudo_sum, verifies
+from ..packet.decode import Layout, decode
+from ..packet.link import LINKTYPE_ETHERNET, LINKTYPES, append_fcs
+from ..trace import Trace
+
+HINTS = ("no_handler", "soft_flush", "ip_csum_ok", "opt_key", "flow_key", "outer_net", "outer_id")
+NO_GRO_ENCAP = codes.ENC_MPLS | codes.ENC_PPPOE
+
+
+def _h(b: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(b, digest_size=8).digest(), "big")
+
+
+def _be16(b, o):
+    return b[o] << 8 | b[o + 1]
+
+
+def _length_disagrees(buf: bytes, lay: Layout, ip: int, ver: int) -> bool:
+    """inet_gro_receive / ipv6_gro_receive: the frame's length is not the IP packet's."""
+    if ver == 4:
+        tot = _be16(buf, ip + 2)
+        return bool(tot) and lay.orig_len - ip != tot
+    plen = _be16(buf, ip + 4)
+    return bool(plen) and lay.orig_len - ip - 40 != plen
+
+
+def _no_handler(row: dict, lay: Layout) -> bool:
+    """True when GRO has no handler for this frame (see the module doc)."""
+    if lay.tcp < 0 or lay.pay > lay.frame_len or row["ip_len"] - lay.ihl < lay.thl:
+        return True
+    return bool(row["encap"] & NO_GRO_ENCAP) or lay.frag6
+
+
+def frame_hints(linktype: int, buf: bytes, orig_len: int, fcs: int = 0):
+    """(trace row, hint values, layout or None) of one record for GRO."""
+    hint = {"no_handler": True, "soft_flush": False, "ip_csum_ok": True, "opt_key": 0, "flow_key": 0,
+            "outer_net": -1, "outer_id": 0}
+    got = decode(linktype, buf, orig_len, fcs)
+    if isinstance(got, str):
+        return {}, hint, None
+    row, lay = got
+    buf = bytes(buf[:lay.frame_len])
+    hlen = LINKTYPES[linktype][1] if linktype != LINKTYPE_ETHERNET else 14
+    row["l2_bytes"] = lay.ip - hlen + 14
+    row["csum_state"] = codes.CSUM_NONE
+    flow = b""
+    if lay.tags[0] >= 0:
+        flow += buf[lay.tags[0]:lay.tags[1]]
+    o = lay.outer
+    if o >= 0:
+        if lay.outer_ver != 4 or buf[o] != 0x45:
+            return row, hint, lay
+        hint["ip_csum_ok"] = verifies(buf[o:o + 20])
+        flow += buf[o + 12:o + 20]
+        if lay.udp >= 0:
+            flow += buf[lay.udp:lay.udp + 2]
+        else:   # IPIP: the outer header's rules too (ipip_gro_receive -> inet_gro_receive)
+            hint["outer_net"] = buf[o + 8] | buf[o + 1] << 8 | ((buf[o + 6] >> 6) & 1) << 16
+            hint["outer_id"] = _be16(buf, o + 4)
+            hint["soft_flush"] = _length_disagrees(buf, lay, o, 4)
+    ip = lay.ip
+    if lay.ver == 4:
+        if not verifies(buf[ip:ip + lay.ihl]):
+            hint["ip_csum_ok"] = False
+    else:
+        flow += struct.pack("!I", struct.unpack_from("!I", buf, ip)[0] & 0xF00FFFFF)
+        if lay.ext6[0] >= 0:
+            flow += buf[lay.ext6[0]:lay.ext6[1]]
+    hint["soft_flush"] |= _length_disagrees(buf, lay, ip, lay.ver)
+    if _no_handler(row, lay):
+        return row, hint, lay
+    hint["opt_key"] = _h(buf[lay.tcp + 20:lay.pay])
+    hint["flow_key"] = _h(flow) if flow else 0
+    hint["no_handler"] = False
+    row["csum_bad"] = bool(row["csum_bad"]) and not hint["soft_flush"]
+    return row, hint, lay
+
+
+def records_to_trace(records: list[Record]):
+    """(Trace, GroHints, layouts) for every record; records GRO cannot read become pass-through rows."""
+    rows, layouts = [], []
+    hints = {k: [] for k in HINTS}
+    for i, rec in enumerate(records):
+        row, hint, lay = frame_hints(rec.linktype, rec.data, rec.orig_len, rec.fcs)
+        row["time_ns"] = rec.time_ns
+        row["frame"] = i
+        rows.append(row)
+        layouts.append(lay)
+        for k in HINTS:
+            hints[k].append(hint[k])
+    if not records:
+        return Trace.empty(), None, layouts
+    gh = GroHints(no_handler=np.array(hints["no_handler"]), soft_flush=np.array(hints["soft_flush"]),
+                  ip_csum_ok=np.array(hints["ip_csum_ok"]), opt_key=np.array(hints["opt_key"], np.uint64),
+                  flow_key=np.array(hints["flow_key"], np.uint64),
+                  outer_net=np.array(hints["outer_net"], np.int64), outer_id=np.array(hints["outer_id"], np.int64))
+    return Trace.from_rows(rows), gh, layouts
+
+
+def merged_record(records: list[Record], layouts: list, rows: list[int], plens, flags: int,
+                  time_ns: int) -> Record:
+    """A merged packet: the first record's headers patched, the payloads concatenated."""
+    first = rows[0]
+    rec, lay = records[first], layouts[first]
+    buf = bytearray(rec.data[:lay.pay])
+    payload = bytearray()
+    complete = True
+    plen_total = 0
+    for r in rows:
+        f = layouts[r]
+        want = int(plens[r])
+        got = records[r].data[f.pay:min(f.pay + want, f.frame_len)]
+        plen_total += want
+        if complete:
+            payload += got
+            complete = len(got) == want
+    delta = plen_total - int(plens[first])
+    ip = lay.ip
+    if lay.ver == 4:
+        tot = _be16(buf, ip + 2) + delta
+        struct.pack_into("!H", buf, ip + 2, tot if tot <= 0xFFFF else 0)
+        struct.pack_into("!H", buf, ip + 10, 0)
+        struct.pack_into("!H", buf, ip + 10, ip_header_checksum(bytes(buf[ip:ip + lay.ihl])))
+        src, dst = bytes(buf[ip + 12:ip + 16]), bytes(buf[ip + 16:ip + 20])
+    else:
+        pl = _be16(buf, ip + 4) + delta
+        struct.pack_into("!H", buf, ip + 4, pl if pl <= 0xFFFF else 0)
+        src, dst = bytes(buf[ip + 8:ip + 24]), bytes(buf[ip + 24:ip + 40])
+    o = lay.outer
+    if o >= 0:
+        tot = _be16(buf, o + 2) + delta
+        struct.pack_into("!H", buf, o + 2, tot if tot <= 0xFFFF else 0)
+        struct.pack_into("!H", buf, o + 10, 0)
+        struct.pack_into("!H", buf, o + 10, ip_header_checksum(bytes(buf[o:o + 20])))
+        if lay.udp >= 0:
+            ulen = _be16(buf, lay.udp + 4) + delta
+            struct.pack_into("!H", buf, lay.udp + 4, ulen & 0xFFFF)
+            if _be16(buf, lay.udp + 6):
+                struct.pack_into("!H", buf, lay.udp + 6, fold(ones_sum(bytes(buf[o + 12:o + 20])) + 17 + ulen))
+    t = lay.tcp
+    buf[t + 13] |= flags & (codes.FIN | codes.PSH)
+    struct.pack_into("!H", buf, t + 16, fold(pseudo_sum(src, dst, lay.thl + plen_total)))
+    data, orig = append_fcs(bytes(buf) + bytes(payload), lay.pay + plen_total, rec.fcs)
+    return Record(rec.frame, time_ns, rec.linktype, data, orig, rec.fcs)
+
+
+@dataclass
+class GroRun:
+    """What :func:`gro_records` did: the output records, the input Trace and GRO's result."""
+
+    records: list
+    trace: Trace
+    result: GroResult
+
+    @property
+    def merged(self) -> int:
+        return int((self.result.reasons == codes.GRO_MERGED).sum())
+
+
+def gro_records(records: list[Record], params: GroParams | None = None) -> GroRun:
+    """The records the stack sees after GRO, in delivery order, timestamped when delivered."""
+    trace, hints, layouts = records_to_trace(records)
+    res = gro(trace, params or GroParams(), hints)
+    out = res.out
+    groups: dict[int, list[int]] = {}
+    for i, o in enumerate(res.out_row.tolist()):
+        groups.setdefault(o, []).append(i)
+    flags = out.flags.astype(np.int64).tolist()
+    times = out.time_ns.tolist()
+    plens = trace.payload_len
+    recs = []
+    for k in range(len(out)):
+        rows = groups[k]
+        if len(rows) == 1:
+            r = records[rows[0]]
+            recs.append(Record(r.frame, times[k], r.linktype, r.data, r.orig_len, r.fcs))
+        else:
+            recs.append(merged_record(records, layouts, rows, plens, flags[k], times[k]))
+    return GroRun(recs, trace, res)
