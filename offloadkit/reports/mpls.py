@@ -29,7 +29,7 @@ import functools
 
 from .. import codes
 from ..sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
-from ..sim.one_packet import tso_effective
+from ..sim.scenario import tso_requires_tx_csum
 from ..sim.simulate import simulate
 from ..trace import Trace
 from . import tcpsetup
@@ -87,7 +87,7 @@ VARIANTS = {v.name: v for v in (
 def gso_skbs_pass(s: dict) -> bool:
     """GSO skbs reach the wire: the route is plain IP, the kernel segments labelled skbs
     (4.9), or TCP builds no GSO skbs at all (TSO and GSO off)."""
-    return not s["mpls"] or s["segmenter"] != "drop-gso" or not (tso_effective(s["tso"], s["tx_csum"]) or s["gso"])
+    return not s["mpls"] or s["segmenter"] != "drop-gso" or not (tso_requires_tx_csum(s["tso"], s["tx_csum"]) or s["gso"])
 
 
 def scenario(s: dict) -> Scenario:
@@ -104,7 +104,7 @@ def scenario(s: dict) -> Scenario:
         # broken run unchanged (8.5 Mb/s), but the healthy 20-ms run then collapses to ~1.3 Gb/s (slow-start
         # overshoot into the 1000-packet hop queue, recovered slowly without time-based RACK), so the veth-rate
         # fit fails.
-        nic=Nic(model=nic_model, tso=tso_effective(s["tso"], s["tx_csum"]), gso=s["gso"], tx_csum=s["tx_csum"],
+        nic=Nic(model=nic_model, tso=tso_requires_tx_csum(s["tso"], s["tx_csum"]), gso=s["gso"], tx_csum=s["tx_csum"],
                 mtu=int(s["mtu"]), rate_bps=max(int(rate) * 2, 10**9),
                 drop_reason=s["drop_reason"]),
         path=(Hop("ns1", rate_bps=int(rate), delay_ns=int(s["rtt_us"] * 500), mtu=1500,

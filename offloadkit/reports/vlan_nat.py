@@ -25,7 +25,7 @@ import functools
 
 from ..engine import cpu
 from ..sim import host_paths, hosts
-from ..sim.one_packet import rx_csum_state, tso_effective
+from ..sim.scenario import rx_csum_mode, tso_requires_tx_csum
 from ..trace import Trace
 from .facts import load_facts
 from .presets import Fit, Knob, PresetRun, Variant, settings_for, settings_mss, solve_linear
@@ -80,10 +80,10 @@ def _arrivals(link_bps: float, mss: int, sessions: int, packets: int) -> Trace:
 
 
 def _forward(trace: Trace, host, s: dict):
-    tso = tso_effective(s["tso"], s["tx_csum"])
+    tso = tso_requires_tx_csum(s["tso"], s["tx_csum"])
     return host_paths.router_forward(
         trace, host, gro=s["gro"], nf_conntrack_checksum=s["conntrack_checksum"],
-        rx_csum=rx_csum_state(s["rx_csum"]), tso=tso, tx_csum_hw=s["tx_csum"])
+        rx_csum=rx_csum_mode(s["rx_csum"]), tso=tso, tx_csum_hw=s["tx_csum"])
 
 
 @functools.lru_cache(maxsize=1)

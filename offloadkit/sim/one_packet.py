@@ -8,7 +8,7 @@ The story, stage by stage (capture point names in quotes; spec: kernel-offload-s
 sections on TSO/GSO, GRO and checksum offload):
 
 1. "sender stack": TCP hands the driver one ``payload``-byte packet. With TSO on
-   (which Linux only allows with TX checksum offload, :func:`tso_effective`) it
+   (which Linux only allows with TX checksum offload, ``scenario.tso_requires_tx_csum``) it
    stays one super-packet with gso_size = ``mss`` and the NIC cuts it (``nic``
    model). TSO requested without ``tx_csum``: software GSO, a software checksum
    per segment. TSO/GSO off: TCP builds MSS-sized packets itself. tcpdump on the
@@ -32,6 +32,7 @@ from ..engine.gro import GroParams, GroResult
 from ..engine.path import Hop, apply_hop
 from ..engine.segment import check_mss_fits, mss_from_mtu, segment, tcp_options_bytes
 from ..io.tcpdump import render
+from .scenario import rx_csum_mode, tso_requires_tx_csum
 from ..trace import Trace
 
 POINTS = ("sender stack", "wire", "after hop", "after GRO")
@@ -49,18 +50,6 @@ MAX_PAYLOAD = 65535 - IP_HLEN - TCP_HLEN - 12
 SENDER_IP, RECEIVER_IP = 0xC6120001, 0xC6120102   # 198.18.0.1 -> 198.18.1.2 (benchmarking range)
 TSO_NEEDS_TX_CSUM = ("TSO needs TX checksum offload: without it Linux turns TSO off "
                      "('tcp-segmentation-offload: off [requested on]') and GSO segments in software.")
-
-
-# TODO(engine): sim/scenario.py is getting the public versions of these two rules; when that
-# branch lands, delete these and import them from there (every caller already goes through here).
-def tso_effective(tso: bool, tx_csum: bool) -> bool:
-    """netdev_fix_features: NETIF_F_TSO is dropped when the device has no TX checksum feature."""
-    return bool(tso) and bool(tx_csum)
-
-
-def rx_csum_state(rx_csum: bool) -> str:
-    """The receive checksum state a NIC with (True) or without RX checksum offload gives a packet."""
-    return "unnecessary" if rx_csum else "none"
 
 
 def max_mss(mtu: int) -> int:
@@ -191,7 +180,7 @@ def one_packet(mss: int = 1448, mtu: int = 1500, payload: int = 2880, tso: bool 
     notes = []
     sp = super_packet(int(payload), int(mss))
     gso = bool(tso) and bool(sp.gso_size[0] > 0)
-    tso_hw = gso and tso_effective(tso, tx_csum)
+    tso_hw = gso and tso_requires_tx_csum(tso, tx_csum)
     passes = []
     if tso_hw:                                  # the NIC segments; tcpdump on the sender sees the super-packet
         sender = sp
@@ -216,7 +205,7 @@ def one_packet(mss: int = 1448, mtu: int = 1500, payload: int = 2880, tso: bool 
     sent = wire[wire.drop == codes.DROP_NONE]
     hop_t = apply_hop(sent, hop)
     arrived = hop_t[hop_t.drop == codes.DROP_NONE]
-    g = engine_gro.gro(arrived, GroParams(enabled=bool(gro), rx_csum=rx_csum_state(rx_csum), poll_gap_ns=None))
+    g = engine_gro.gro(arrived, GroParams(enabled=bool(gro), rx_csum=rx_csum_mode(rx_csum), poll_gap_ns=None))
     passes += [g.passes, checksum.stack_rx_passes(g.out)]
     trace = Trace.concat([sender.with_point(POINTS[0]), wire.with_point(POINTS[1]),
                           hop_t.with_point(POINTS[2]), g.out.with_point(POINTS[3])])

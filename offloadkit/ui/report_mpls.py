@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import functools
 from ..reports import get, load_facts
-from ..sim.one_packet import TSO_NEEDS_TX_CSUM, max_mss, tso_effective
+from ..sim.one_packet import TSO_NEEDS_TX_CSUM, max_mss
+from ..sim.scenario import tso_requires_tx_csum
 from . import views
 from .controls import control
 from .dashboard import Dashboard
@@ -50,7 +51,7 @@ def compute(v: dict, refs: list[dict]) -> ReportView:
     res = run.result
     room = mtu_room_note(v["mss"], v["mtu"])
     notes = [room] if room else []
-    tso = tso_effective(v["tso"], v["tx_csum"])
+    tso = tso_requires_tx_csum(v["tso"], v["tx_csum"])
     fixed = v["segmenter"] != "drop-gso"
     if v["tso"] and not v["tx_csum"]:
         notes.append(TSO_NEEDS_TX_CSUM)

@@ -13,7 +13,8 @@ import functools
 import numpy as np
 
 from ..reports import get, load_facts
-from ..sim.one_packet import TSO_NEEDS_TX_CSUM, max_mss, tso_effective
+from ..sim.one_packet import TSO_NEEDS_TX_CSUM, max_mss
+from ..sim.scenario import tso_requires_tx_csum
 from . import views
 from .controls import control
 from .dashboard import Dashboard
@@ -43,7 +44,7 @@ def compute(v: dict, refs: list[dict]) -> ReportView:
     m = get(REPORT)
     run = m.run("broken", **v)
     notes = []
-    tso = tso_effective(v["tso"], v["tx_csum"])
+    tso = tso_requires_tx_csum(v["tso"], v["tx_csum"])
     if v["tso"] and not v["tx_csum"]:
         notes.append(TSO_NEEDS_TX_CSUM)
     if not v["gso"] and tso:

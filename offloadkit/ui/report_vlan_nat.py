@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 from ..reports import get, load_facts
-from ..sim.one_packet import TSO_NEEDS_TX_CSUM, max_mss, tso_effective
+from ..sim.one_packet import TSO_NEEDS_TX_CSUM, max_mss
+from ..sim.scenario import tso_requires_tx_csum
 from . import views
 from .controls import control
 from .dashboard import Dashboard
@@ -49,7 +50,7 @@ def compute(v: dict, refs: list[dict]) -> ReportView:
     ats = {p: run.at(p) for p in m.POINTS}
     lines, window = excerpt(ats, m.POINTS, n=6, relative_seq=False)
     notes = [room] if room else []
-    tso = tso_effective(v["tso"], v["tx_csum"])
+    tso = tso_requires_tx_csum(v["tso"], v["tx_csum"])
     if v["tso"] and not v["tx_csum"]:
         notes.append(TSO_NEEDS_TX_CSUM)
     if v["gro"] and not v["rx_csum"] and tso:

@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from offloadkit import codes
-from offloadkit.sim.one_packet import ENCAPS, NICS, max_mss, one_packet, rx_csum_state, tso_effective
+from offloadkit.sim.one_packet import ENCAPS, NICS, max_mss, one_packet
+from offloadkit.sim.scenario import rx_csum_mode, tso_requires_tx_csum
 
 
 def test_tx_and_rx_checksum_are_separate():
@@ -16,8 +17,8 @@ def test_tx_and_rx_checksum_are_separate():
 
 
 def test_the_two_kernel_rules_and_the_mss_limit():
-    assert tso_effective(True, True) and not tso_effective(True, False) and not tso_effective(False, True)
-    assert (rx_csum_state(True), rx_csum_state(False)) == ("unnecessary", "none")
+    assert tso_requires_tx_csum(True, True) and not tso_requires_tx_csum(True, False) and not tso_requires_tx_csum(False, True)
+    assert (rx_csum_mode(True), rx_csum_mode(False)) == ("unnecessary", "none")
     assert max_mss(1500) == 1448 and max_mss(1492) == 1440
     one_packet(mss=max_mss(1000), mtu=1000)
     with pytest.raises(ValueError, match="does not fit"):
