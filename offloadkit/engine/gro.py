@@ -246,7 +246,7 @@ def _poll_end(S, O, m, nb, mh, t, last_close, bcount, budget_used, queue_empty, 
     return m
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _ip_id_flush(S, s, fixed_bit, id_new, id_head, df_new, ipid_df):
     """inet_gro_flush's ID rule on one IPv4 header; records the slot's fixed-ID bit. True -> flush."""
     if inet_gro_id_fixed(id_new, id_head, S[s, S_CNT], df_new, ipid_df):
@@ -254,7 +254,7 @@ def _ip_id_flush(S, s, fixed_bit, id_new, id_head, df_new, ipid_df):
     return inet_gro_flush_id(id_new, id_head, S[s, S_CNT], (S[s, S_FIXED] & fixed_bit) != 0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _find_held(S, sf, b, mh, fkey):
     """The slot holding a packet of flow ``fkey`` in bucket ``b``, or -1 [gro_list_prepare]."""
     for k in range(mh):
@@ -264,31 +264,7 @@ def _find_held(S, sf, b, mh, fkey):
     return -1
 
 
-@njit(cache=True, nogil=True)
-def _merge_reason(i, p, S, s, flags, window, plen, seq, ack, optk, hlen, netk, is_v4, ipid, df, onet, oid,
-                  has_outer, gso, encap, soft, cwr_old, ipid_df, max_size):
-    """Why row ``i`` cannot merge into the packet held in slot ``s`` (head row ``p``), or GRO_MERGED."""
-    pl = np.int64(plen[i])
-    r = tcp_gro_receive_flush(cwr_old, np.int64(flags[i]), np.int64(flags[p]), window[i], window[p], pl,
-                              np.int64(seq[i]), S[s, S_SEQEND], ack[i], ack[p], hlen[i], hlen[p], optk[i], optk[p])
-    if r != GRO_PURE_ACK:
-        # the network rules are evaluated in any case (they update the fixed-ID bits)
-        id_flush = is_v4[i] and _ip_id_flush(S, s, 2, ipid[i], ipid[p], df[i], ipid_df)
-        outer_flush = has_outer and onet[i] >= 0 and (onet[i] != onet[p]
-                                                       or _ip_id_flush(S, s, 1, oid[i], oid[p], True, ipid_df))
-        net = inet_gro_flush(netk[i], netk[p], id_flush, outer_flush)
-        if r == GRO_MERGED:
-            r = net
-    if r == GRO_MERGED:
-        r = tcp_gro_receive_mss(pl, S[s, S_MSS], np.int64(gso[i]))
-    if r == GRO_MERGED:
-        r = skb_gro_receive(S[s, S_LEN], pl, 65536 if encap[i] and max_size > 65536 else max_size)
-    if r == GRO_MERGED and soft[i]:
-        r = GRO_IP_RULE                                              # CB.flush from the IP layer
-    return r
-
-
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _merge(S, s, pl, cnt, fl):
     """Append a segment to the packet held in slot ``s`` [skb_gro_receive]."""
     S[s, S_SEQEND] = (S[s, S_SEQEND] + pl) & 0xFFFFFFFF
@@ -298,7 +274,7 @@ def _merge(S, s, pl, cnt, fl):
     S[s, S_FLOR] |= fl & (FIN | PSH)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _start_reason(S, b, mh, tkey, pl, fl, soft, last_close):
     """The reason of a packet with nothing of its flow held: pure ACK, CB.flush, another flow of the
     same 5-tuple held (GRO_NOT_SAME_FLOW), why the flow's previous packet left, or GRO_FIRST."""
@@ -313,7 +289,7 @@ def _start_reason(S, b, mh, tkey, pl, fl, soft, last_close):
     return last_close[tkey] if last_close[tkey] != NO_CLOSE else GRO_FIRST
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _hold(S, sf, bcount, O, m, b, mh, i, t, age, hz, seq, pl, base_len, cnt, gso, tkey, fkey, last_close):
     """Hold row ``i`` as a new packet of its bucket; a full bucket completes its oldest [gro_flush_oldest]."""
     if bcount[b] >= mh:
@@ -389,8 +365,23 @@ def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, 
         if s >= 0:
             p = S[s, S_ROW]
             mss = S[s, S_MSS]
-            r = _merge_reason(i, p, S, s, flags, window, plen, seq, ack, optk, hlen, netk, is_v4, ipid, df, onet,
-                              oid, has_outer, gso, encap, soft, cwr_old, ipid_df, max_size)
+            # why row i cannot merge into the held packet (head row p), or GRO_MERGED [tcp_gro_receive]
+            r = tcp_gro_receive_flush(cwr_old, fl, np.int64(flags[p]), window[i], window[p], pl, np.int64(seq[i]),
+                                      S[s, S_SEQEND], ack[i], ack[p], hlen[i], hlen[p], optk[i], optk[p])
+            if r != GRO_PURE_ACK:
+                # the network rules are evaluated in any case (they update the fixed-ID bits)
+                id_flush = is_v4[i] and _ip_id_flush(S, s, 2, ipid[i], ipid[p], df[i], ipid_df)
+                outer_flush = has_outer and onet[i] >= 0 and (onet[i] != onet[p]
+                                                               or _ip_id_flush(S, s, 1, oid[i], oid[p], True, ipid_df))
+                net = inet_gro_flush(netk[i], netk[p], id_flush, outer_flush)
+                if r == GRO_MERGED:
+                    r = net
+            if r == GRO_MERGED:
+                r = tcp_gro_receive_mss(pl, mss, np.int64(gso[i]))
+            if r == GRO_MERGED:
+                r = skb_gro_receive(S[s, S_LEN], pl, 65536 if encap[i] and max_size > 65536 else max_size)
+            if r == GRO_MERGED and soft[i]:
+                r = GRO_IP_RULE                                      # CB.flush from the IP layer
             if r == GRO_MERGED:
                 reason[i] = GRO_MERGED
                 owner[i] = p

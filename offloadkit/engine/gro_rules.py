@@ -4,8 +4,8 @@ Each function is named after the kernel function whose rule it carries out
 (net/ipv4/tcp_offload.c, net/ipv4/af_inet.c, net/core/gro.c) and returns a
 ``codes.GRO_*`` name: ``GRO_MERGED`` (0) when the rule lets the packet merge,
 else the reason of the aggregate boundary. The kernel ORs its flush bits
-(``flush |= ...``); the kit reports the first rule that fired, in the order
-written here. Both GROs of the kit call these functions: the batch GRO over a
+(``flush |= ...``); the kit reports the first rule that fires, in the order
+written here (one test per rule). Both GROs of the kit call these functions: the batch GRO over a
 trace (``engine.gro.gro_kernel``) and the TCP loop's receiver
 (``engine.tcp.receiver``), so there is one GRO.
 """
@@ -21,20 +21,14 @@ FLUSH_FLAGS = URG | PSH | RST | SYN | FIN
 KIND_GRO, KIND_IP_LAYER, KIND_CSUM, KIND_OFF = 0, 1, 2, 3     # how a packet reaches GRO (gro_kernel's ``kind``)
 
 
-@njit(cache=True, nogil=True)
-def _first(reason, fired, code):
-    """The reason so far, or ``code`` when this rule fired and none did before (``flush |= ...``)."""
-    return code if reason == GRO_MERGED and fired else reason
-
-
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def gro_list_prepare(held_key, new_key):
     """Same flow [gro_list_prepare, tcp_gro_lookup]: addresses, ports, VLAN tag, VNI (+ outer UDP
     checksum zero/non-zero) and IPv6 extension headers agree; the caller folds them into one key."""
     return held_key == new_key
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def dev_gro_receive_kind(kind):
     """A packet that never reaches tcp_gro_receive is delivered unmerged [dev_gro_receive]: IP options,
     fragments or a bad IP header checksum at the IP layer [inet_gro_receive] (GRO_IP_RULE), a failed
@@ -48,7 +42,7 @@ def dev_gro_receive_kind(kind):
     return GRO_MERGED
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def tcp_gro_receive_flush(cwr_old, flags, head_flags, window, head_window, plen, seq, head_seq_end, ack,
                           head_ack, hlen, head_hlen, optk, head_optk):
     """tcp_gro_receive's header tests of a new segment against the held one (spec §3.3).
@@ -58,17 +52,22 @@ def tcp_gro_receive_flush(cwr_old, flags, head_flags, window, head_window, plen,
     payload present, contiguous sequence, equal ack, byte-identical options.
     """
     mask = 0x1FF & ~(FIN | PSH | (CWR if cwr_old else 0))
-    r = GRO_MERGED
-    r = _first(r, bool(cwr_old) and (flags & CWR) != 0, GRO_FLAGS)                  # flush |= flags & CWR
-    r = _first(r, ((flags ^ head_flags) & mask) != 0 or window != head_window, GRO_FLAGS)
-    r = _first(r, plen == 0, GRO_PURE_ACK)
-    r = _first(r, seq != head_seq_end, GRO_SEQ_GAP)                              # th2->seq + len ^ th->seq
-    r = _first(r, ack != head_ack, GRO_ACK_DIFFERS)                              # th->ack_seq ^ th2->ack_seq
-    r = _first(r, hlen != head_hlen or optk != head_optk, GRO_OPTIONS_DIFFER)    # options byte for byte
-    return r
+    if cwr_old and (flags & CWR) != 0:                      # flush |= flags & CWR (the old rule)
+        return GRO_FLAGS
+    if ((flags ^ head_flags) & mask) != 0 or window != head_window:   # the flag word, window included
+        return GRO_FLAGS
+    if plen == 0:
+        return GRO_PURE_ACK
+    if seq != head_seq_end:                                 # th2->seq + len ^ th->seq
+        return GRO_SEQ_GAP
+    if ack != head_ack:                                     # th->ack_seq ^ th2->ack_seq
+        return GRO_ACK_DIFFERS
+    if hlen != head_hlen or optk != head_optk:              # options, byte for byte
+        return GRO_OPTIONS_DIFFER
+    return GRO_MERGED
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def inet_gro_flush_id(id_new, id_head, count, fixed):
     """inet_gro_flush's IP ID rule: the ID must be the head's + the segments held (incrementing), or
     equal to the head's once the aggregate has fixed IDs. True -> flush."""
@@ -77,35 +76,35 @@ def inet_gro_flush_id(id_new, id_head, count, fixed):
     return off != want
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def inet_gro_id_fixed(id_new, id_head, count, df_new, ipid_df):
     """The second packet decides whether an aggregate has fixed IDs [inet_gro_flush]: same ID as the
     head (and DF set, under the rule before 2025, ``ipid_rule="df-fixed"``)."""
     return count == 1 and ((np.int64(id_new) - np.int64(id_head)) & 0xFFFF) == 0 and (not ipid_df or df_new)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def inet_gro_flush(net_new, net_head, id_flush, outer_flush):
     """inet_gro_flush's network rules: equal TTL, TOS and DF (one key), the ID rule on the inner and
     the outer IPv4 header. GRO_IP_RULE or GRO_MERGED."""
     return GRO_IP_RULE if net_new != net_head or id_flush or outer_flush else GRO_MERGED
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def tcp_gro_receive_mss(plen, mss, gso_new):
     """tcp_gro_receive's size rule: payload <= the head's MSS (flush |= (len - 1) >= mss); a GSO packet
     needs the head's gso_size."""
     return GRO_SIZE if (mss != gso_new if gso_new > 0 else plen > mss) else GRO_MERGED
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def skb_gro_receive(held_len, plen, limit):
     """skb_gro_receive's size rule: the merged packet stays below ``limit`` (gro_max_size, 65536
     unless BIG TCP) -> else -E2BIG, GRO_SIZE."""
     return GRO_SIZE if held_len + plen >= limit else GRO_MERGED
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def tcp_gro_receive_close(flags, plen, mss, count, gso):
     """After a merge [tcp_gro_receive, the end]: a segment shorter than the MSS (flush = len < mss) or
     with URG/PSH/RST/SYN/FIN closes the aggregate: GRO_FLAGS, GRO_SIZE, or GRO_MERGED (stays held)."""
@@ -115,7 +114,7 @@ def tcp_gro_receive_close(flags, plen, mss, count, gso):
     return GRO_SIZE if short else GRO_MERGED
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def tcp_gro_receive_new(flags, plen, count, gso, soft_flush):
     """A segment that did not merge is held, unless its own flush bits deliver it at once
     [tcp_gro_receive, NAPI_GRO_CB(skb)->flush]: URG/PSH/RST/SYN/FIN (GRO_FLAGS), CB.flush from the IP

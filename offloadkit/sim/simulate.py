@@ -230,8 +230,7 @@ def assemble(sc: Scenario, W: K.World) -> Result:
     npts = len(names)
     nrows = int(W.G[K.G_RECTOT])
     R = W.REC[:nrows]
-    by_point_time = np.lexsort((np.arange(nrows), R[:, K.R_TIME], R[:, K.R_POINT]))
-    C = np.take(R.T, by_point_time, axis=1)         # one contiguous row per recorded column (R_*)
+    rec_time, rec_point = R[:, K.R_TIME], R[:, K.R_POINT]
     isn_s, isn_r, ts_s, ts_r = _flow_constants(sc)
     rx_name = "_rx"
     points = names + (rx_name,)
@@ -241,14 +240,20 @@ def assemble(sc: Scenario, W: K.World) -> Result:
     csum = np.array([codes.CSUM_PARTIAL if sc.nic.tx_csum else codes.CSUM_NONE,
                      codes.CSUM_PARTIAL if sw_partial else codes.CSUM_NONE] + [codes.CSUM_NONE] * nh
                     + [codes.CSUM_NONE, codes.CSUM_NONE], np.uint8)
-    pt = C[K.R_POINT]
     recv_code = npts - 1
-    rx_rows = pt == npts                            # the hidden point: what each NAPI poll took
-    recv_data = (pt == recv_code) & (C[K.R_DIR] == 0)
+    rx_rows = rec_point == npts                     # the hidden point: what each NAPI poll took
+    recv_data = (rec_point == recv_code) & (R[:, K.R_DIR] == 0)
     keep = ~rx_rows & ~recv_data
 
-    def trace_of(mask):
-        return _rows_to_trace(sc, C[:, mask], points, isn_s, isn_r, ts_s, ts_r, l2, enc, csum)
+    def columns_of(mask):
+        """The recorded rows under ``mask`` by point, then time, as one contiguous row per column (R_*)."""
+        idx = np.flatnonzero(mask)
+        idx = idx[np.lexsort((idx, rec_time[idx], rec_point[idx]))]
+        return np.ascontiguousarray(R[idx].T)
+
+    def trace_of(mask, C=None):
+        C = columns_of(mask) if C is None else C
+        return _rows_to_trace(sc, C, points, isn_s, isn_r, ts_s, ts_r, l2, enc, csum)
 
     loop_recv = trace_of(recv_data).with_point(names[-1])
     rx = trace_of(rx_rows)
@@ -261,22 +266,22 @@ def assemble(sc: Scenario, W: K.World) -> Result:
                        max_size=rxp.gro_max_size, rx_csum=rxp.rx_csum, verify_ip_csum=False,
                        hz=1000)                   # the loop's NAPI model flushes old packets at HZ 1000
     recv = (gro(rx, params).out if len(rx) else rx).with_point(names[-1])
-    others = trace_of(keep)
+    C_keep = columns_of(keep)
+    others = trace_of(keep, C_keep)
     if len(others):
         # header checksums as a capture would show them: the pseudo-header sum while CHECKSUM_PARTIAL
         ip_c, full_c = csum_math.trace_checksums(others, True)
         _, pseudo_c = csum_math.trace_checksums(others, False)
         others = others.replace(ip_csum=ip_c, tcp_csum=np.where(others.csum_state == codes.CSUM_PARTIAL,
                                                                   pseudo_c, full_c))
-    retx = np.concatenate([C[K.R_RETX, keep] != 0, np.zeros(len(recv), bool)])
-    trace = Trace.concat([others, recv])
-    # drop the hidden point from the name table (its rows are gone)
-    keep_pts = tuple(names)
-    remap = np.array([keep_pts.index(p) if p in keep_pts else 0 for p in trace.points], np.uint8)
-    point = remap[trace.point]
-    order = np.lexsort((np.arange(len(trace)), trace.time_ns, point))
-    trace = Trace(dict(trace.columns, point=point), keep_pts, {"scenario": sc})[order]
-    retx = retx[order]
+    # rows are by point, then time; only the receiver point mixes two sources (its ACKs, GRO's output)
+    k = int(np.searchsorted(others.point, recv_code))
+    tail = Trace.concat([others[k:], recv])
+    by_time = np.lexsort((np.arange(len(tail)), tail.time_ns))
+    trace = Trace.concat([others[:k], tail[by_time]])
+    trace = Trace(trace.columns, tuple(names), {"scenario": sc})     # the hidden point's rows are gone
+    retx_keep = C_keep[K.R_RETX] != 0
+    retx = np.concatenate([retx_keep[:k], np.concatenate([retx_keep[k:], np.zeros(len(recv), bool)])[by_time]])
 
     flows_done = W.F[:, K.F_DONE_NS].copy()
     delivered = int(G[K.G_DELIV])
@@ -323,19 +328,19 @@ def simulate(scenario: Scenario, trace: bool = True) -> Result:
     scenario : Scenario
         The flows, the sender's NIC, the hops and the receiver.
     trace : bool
-        False: no packet traces (statistics only; the same as ``trace_limit=0``).
+        Record packet traces (default). ``False``: statistics only, the same as ``trace_limit=0``.
 
     Returns
     -------
     Result
         Goodput, drops, retransmissions and the packets at every capture point
-        (``result.at(point)``, ``result.segment_sizes(point)``). A partial run
-        (``Result.partial``) also raises a RuntimeWarning.
+        (``result.at(point)``, ``result.segment_sizes(point)``). ``result.partial`` is True (and a
+        RuntimeWarning is raised) when the run ran out of room or time.
 
     Raises
     ------
     ValueError
-        If ``scenario`` is not a :class:`Scenario`.
+        If ``scenario`` is not a :class:`Scenario`, or the run cannot fit (``sim.pack.check_feasible``).
     """
     if not isinstance(scenario, Scenario):
         raise ValueError(f"simulate() needs a Scenario, not {type(scenario).__name__}")
