@@ -15,6 +15,7 @@ from ..io.capture import load_records, write_capture
 from ..io.records import STDIO
 from ..rewrite.gro import gro_records
 from ..units import parse_time
+from .progress import add_progress_arg, bar
 
 RX_CHOICES = ("none", "unnecessary", "complete", "unnecessary-outer-only")
 
@@ -43,6 +44,7 @@ def configure(parser) -> None:
     parser.add_argument("--max-size", type=int, default=65536, metavar="BYTES",
                         help="gro_max_size (default 65536: merged IP packets <= 65535; more is BIG TCP)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_progress_arg(parser)
 
 
 def parse_duration_ns(text: str) -> int | None:
@@ -64,7 +66,7 @@ def run(args) -> int:
     params = GroParams(napi_budget=args.napi_budget, poll_gap_ns=parse_duration_ns(args.poll_gap),
                        rx_csum=args.rx_csum, cwr_rule=args.cwr_rule, max_size=args.max_size, hz=args.hz)
     records, info = load_records(args.input)
-    run = gro_records(records, params)
+    run = gro_records(records, params, bar(args, len(records), "gro"))
     fmt = write_capture(args.output, run.records, info)
     say = sys.stderr if args.output == STDIO else sys.stdout     # OUT '-' is the capture on stdout
     res = run.result
