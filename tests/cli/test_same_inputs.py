@@ -135,3 +135,13 @@ def test_progress_bar_goes_to_stderr_only(tmp_path, capfd):
     with_bar = capfd.readouterr()
     assert with_bar.out.replace("b.pcap", "a.pcap") == plain.out
     assert (tmp_path / "a.pcap").read_bytes() == (tmp_path / "b.pcap").read_bytes()
+
+
+@pytest.mark.parametrize("size", [0, 3, 10, 30])
+def test_a_file_damaged_before_its_first_packet_is_refused_by_every_verb(tmp_path, size, capsys):
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes((DATA / "eth_us.pcap").read_bytes()[:size])
+    for argv in (["segment", bad, tmp_path / "o", "--mss", 1000], ["gro", bad, tmp_path / "o"], ["doctor", bad]):
+        assert cli(*argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "bad.pcap" in err[0]
