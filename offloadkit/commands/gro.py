@@ -17,6 +17,8 @@ from ..rewrite.gro import gro_records
 from ..units import parse_time
 from .progress import add_progress_arg, bar
 
+MAX_POLL_GAP_NS = 10**15
+MAX_NAPI_BUDGET = 2**31 - 1
 RX_CHOICES = ("none", "unnecessary", "complete", "unnecessary-outer-only")
 
 
@@ -57,12 +59,16 @@ def parse_duration_ns(text: str) -> int | None:
         raise UsageError(f"--poll-gap {text!r}: {e}; write e.g. 1ms, 250us, 0.002s or none") from None
     if ns < 0:
         raise UsageError(f"--poll-gap {text!r} is negative")
+    if ns > MAX_POLL_GAP_NS:
+        raise UsageError(f"--poll-gap {text!r} is longer than any capture (at most 1000000s); "
+                         f"write none to turn the rule off")
     return ns
 
 
 def run(args) -> int:
-    if args.napi_budget < 1:
-        raise UsageError(f"--napi-budget {args.napi_budget}: a poll handles at least 1 packet (default 64)")
+    if not 1 <= args.napi_budget <= MAX_NAPI_BUDGET:
+        raise UsageError(f"--napi-budget {args.napi_budget}: a poll handles 1 to {MAX_NAPI_BUDGET} packets "
+                         f"(default 64)")
     params = GroParams(napi_budget=args.napi_budget, poll_gap_ns=parse_duration_ns(args.poll_gap),
                        rx_csum=args.rx_csum, cwr_rule=args.cwr_rule, max_size=args.max_size, hz=args.hz)
     records, info = load_records(args.input)
