@@ -6,14 +6,14 @@ STAMP  := $(VENV)/.installed
 APT_TOOLS := tcpdump tshark iperf3 chromium ethtool iproute2 iptables
 export NUMBA_NUM_THREADS ?= 1
 
-.PHONY: lab test test-fast test-browser reproduce bench fuzz system-tools clean
+.PHONY: lab test test-fast test-browser reproduce bench fuzz system-tools clean docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,browser]'
+	$(BIN)/python -m pip install --quiet -e '.[test,browser,docs]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
@@ -48,6 +48,10 @@ test-fast: $(STAMP)
 
 reproduce: $(STAMP)
 	$(BIN)/offloadkit reproduce
+
+# The static site (offline HTML: notebooks with their stored outputs, API, CLI, instructor guide) in build/docs/html.
+docs: $(STAMP)
+	$(BIN)/python docs/build.py build/docs
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

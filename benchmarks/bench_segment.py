@@ -59,16 +59,19 @@ def kernels(t: Trace, tx_csum: bool, o: dict | None = None) -> int:
                            c["opt_wscale"], c["sack_n"], c["sack"], opt)
     ip_base = np.empty(n, dtype=np.int64)
     tcp_base = np.empty(n, dtype=np.int64)
-    sg.segment_base_sums_kernel(c["ip_hlen"], c["tos"], c["df"], c["frag"], c["ttl"], c["src_ip"], c["dst_ip"],
-                                c["sport"], c["dport"], c["ack"], c["window"], c["urg_ptr"], opt, ip_base, tcp_base)
+    pseudo_base = np.empty(n, dtype=np.int64)
+    sg.segment_base_sums_kernel(c["ip_version"], c["ip_hlen"], c["tos"], c["df"], c["frag"], c["ttl"], c["src_ip"],
+                                c["dst_ip"], c["src_ip6"], c["dst_ip6"], c["sport"], c["dport"], c["ack"],
+                                c["window"], c["urg_ptr"], opt, ip_base, tcp_base, pseudo_base)
     if o is None:
         o = alloc(total)
     sg.segment_fill_kernel(counts, c["payload_len"], c["gso_size"], 0, c["ip_version"], c["drop"], model.code,
                            params, tx_csum, c["seq"], c["flags"], c["ip_id"], c["ip_len"], c["ip_csum"],
                            c["tcp_csum"], c["csum_state"], c["gso_segs"], c["gso_type"], c["ip_hlen"],
-                           c["tcp_hlen"], c["src_ip"], c["dst_ip"], ip_base, tcp_base, o["src_row"], o["seq"],
+                           c["tcp_hlen"], c["hbh_jumbo"], ip_base, tcp_base, pseudo_base, o["src_row"], o["seq"],
                            o["payload_len"], o["flags"], o["ip_id"], o["ip_len"], o["ip_csum"], o["tcp_csum"],
-                           o["csum_state"], o["gso_size"], o["gso_segs"], o["gso_type"], o["drop"])
+                           o["csum_state"], o["gso_size"], o["gso_segs"], o["gso_type"], o["drop"], o["ip_hlen"],
+                           o["hbh_jumbo"])
     return total
 
 

@@ -6,7 +6,11 @@ the machine may be shared). Prints (best of 3 for the compiled loop):
   as plain Python (``tests/reference/tcp_ref.py``, one run) and the ratio;
 - 1 Gbit/s, 20 ms, 0.1 % loss, 10 s simulated (goal: <= 0.5 s);
 - 10 Gbit/s, 1 ms, no loss, 1 s simulated (event-heavy: GRO, big windows);
-- report-000-like preset run through ``simulate()`` (a dashboard's cost).
+- report-000-like preset run through ``simulate()`` (a dashboard's cost);
+- ns-3's bulk scenario (100 Mbit/s, 20 ms RTT, 0.1 % loss, NewReno, 20 s): the loop, and simulate()
+  with traces as the CLI records them (20,000 rows per point) against simulate(trace=False);
+- events/s with 1 and 64 flows (the receive poll visits only flows holding an aggregate).
+ns-3 itself (pip ``ns3``) is the peer for the bulk scenario when installed; it is not measured here.
 """
 from __future__ import annotations
 
@@ -19,15 +23,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from offloadkit.sim import simulate as S  # noqa: E402
 from offloadkit.engine import tcp as K  # noqa: E402
+from offloadkit.sim.pack import pack  # noqa: E402
 from offloadkit.sim.scenario import Hop, Nic, Receiver, Scenario, Tcp  # noqa: E402
 from reference import tcp_ref  # noqa: E402
 
 
 def kernel_time(sc: Scenario, loop=K, repeat: int = 3):
-    """Best wall time of the event loop alone (fresh arrays each run) and the World of the last run."""
+    """Best CPU time of the event loop alone (fresh arrays each run) and the World of the last run."""
     best, W = float("inf"), None
     for _ in range(repeat):
-        W = loop.make_world(*S._params(sc))
+        W = K.make_world(*pack(sc))
         t0 = time.process_time()
         loop.run_kernel(W)
         best = min(best, time.process_time() - t0)
@@ -46,7 +51,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
-    K.warmup()
+    S.warmup()
 
     small = Scenario(path=(Hop(rate_bps=20_000_000, delay_ns=5_000_000, loss=0.01, queue_packets=50),),
                      flows=2, bytes_per_flow=300_000, trace_limit=0)
@@ -71,6 +76,27 @@ def main(argv=None) -> None:
                           queue_packets=2000)
     t, W = kernel_time(ten, repeat=args.repeat)
     line("10 Gbit/s 1 ms no loss 1 s, loop", t, W)
+
+    bulk = Scenario.simple(rate_bps=100_000_000, rtt_ns=20_000_000, loss=0.001, cc="newreno",
+                           duration_ns=20_000_000_000, trace_limit=20_000)
+    t, W = kernel_time(bulk.replace(trace_limit=0), repeat=args.repeat)
+    line("ns-3 bulk 100M 20ms 0.1% 20 s, loop", t, W)
+    times = {}
+    for traced in (False, True):
+        best = float("inf")
+        for _ in range(args.repeat):
+            t0 = time.process_time()
+            r = S.simulate(bulk, trace=traced)
+            best = min(best, time.process_time() - t0)
+        times[traced] = best
+    print(f"  simulate(): {times[True] * 1e3:.1f} ms CPU with traces, {times[False] * 1e3:.1f} ms without "
+          f"(ratio {times[True] / times[False]:.2f}, goal <= 1.5); {r.wire_packets / times[True] / 1e6:.2f} M "
+          f"packets per CPU second with traces")
+    for flows in (1, 64):
+        many = Scenario.simple(rate_bps=10_000_000_000, rtt_ns=1_000_000, duration_ns=200_000_000, flows=flows,
+                               trace_limit=0)
+        t, W = kernel_time(many, repeat=args.repeat)
+        line(f"{flows} flow(s), 10 Gbit/s 1 ms 0.2 s, loop", t, W)
 
     preset = Scenario(tcp=Tcp(mss_clamp=1452, psh_on_gso=False, tso_retransmits=False),
                       nic=Nic(model="rtl8139-legacy", rate_bps=100_000_000),

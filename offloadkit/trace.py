@@ -44,10 +44,12 @@ FIELDS: dict[str, tuple[str, int, tuple[int, ...]]] = {
     "sack": ("uint32", 0, (2 * MAX_SACK_BLOCKS,)),  # left0, right0, left1, right1, ...
     "ip_id": ("uint16", 0, ()),
     "ttl": ("uint8", 64, ()),
-    "tos": ("uint8", 0, ()),
+    "tos": ("uint8", 0, ()),            # IPv4 TOS / IPv6 traffic class
+    "flow_label": ("uint32", 0, ()),    # IPv6 flow label (20 bits)
+    "hbh_jumbo": ("bool", 0, ()),       # IPv6 BIG TCP: 8-byte hop-by-hop jumbo header (in ip_hlen), payload length 0
     "df": ("bool", 1, ()),
     "frag": ("uint16", 0, ()),          # MF bit (0x2000) | fragment offset; DF kept in `df`
-    "ip_hlen": ("uint8", 20, ()),
+    "ip_hlen": ("uint8", 20, ()),       # IPv4 header with options / IPv6 header with extension headers
     "ip_len": ("int32", 0, ()),         # IP total length (may exceed 65535 in a model super-packet)
     "ip_csum": ("uint16", 0, ()),
     "l2_bytes": ("int16", 14, ()),      # bytes in front of the IP header (Ethernet + encapsulation)

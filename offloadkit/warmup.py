@@ -16,7 +16,7 @@ MODULES = [
     "offloadkit.engine.checksum",
     "offloadkit.engine.gro",
     "offloadkit.engine.lro",
-    "offloadkit.engine.tcp",
+    "offloadkit.sim.simulate",  # the TCP loop (engine.tcp) on a tiny scenario
     "offloadkit.engine.cpu",
     "offloadkit.io.capture",
     "offloadkit.ui.offline",   # caches altair's offline JupyterChart bundle (not numba)

@@ -43,10 +43,14 @@ def run(args) -> int:
     if info.error:
         print(f"offloadkit segment: warning: {args.input}: {info.error} Used the {len(records)} complete records.",
               file=sys.stderr)
+    if run.unsegmented:
+        print(f"offloadkit segment: warning: {run.unsegmented} tunnelled (VXLAN/IPIP) super-packets over MSS {mss} "
+              f"were copied whole: tunnel GSO is not modelled yet", file=sys.stderr)
     csum = "partial" if args.nic == "sw-gso" and not args.no_tx_csum else "full"
     if args.json:
         print(json.dumps({"input": str(args.input), "output": str(args.output), "packets": len(records),
                           "super_packets": run.super_packets, "segments": run.segments, "dropped": run.dropped,
+                          "unsegmented": run.unsegmented,
                           "written": len(run.records), "format": fmt, "mss": mss, "nic": args.nic,
                           "tcp_checksum": csum, "input_truncated": bool(info.error)}), file=say)
         return 0

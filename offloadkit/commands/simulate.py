@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 
 from ..errors import UsageError
 from ..engine.segment import NIC_MODELS
@@ -37,9 +38,13 @@ def configure(parser) -> None:
                         help="Linux 4.4 TCP: no PSH on GSO packets, 1-MSS retransmissions, no RACK timer")
     g3 = parser.add_mutually_exclusive_group()
     g3.add_argument("--duration", default=None, help="simulated time, e.g. 20s (default 10s)")
-    g3.add_argument("--bytes", default=None, help="bytes per flow, e.g. 100MB (runs to completion)")
+    g3.add_argument("--bytes", default=None,
+                    help="bytes per flow, e.g. 100MB (runs to completion; a run estimated at more than 2e9 "
+                         "events, or more than 2 GiB of state, is refused up front with the estimate)")
     parser.add_argument("--flows", type=int, default=1, help="parallel flows (default 1)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    parser.add_argument("--no-trace", dest="trace", action="store_false", default=True,
+                        help="record no packet traces: statistics only, faster (no segment-size lines)")
     parser.add_argument("--json", action="store_true", help="print a JSON object")
 
 
@@ -75,7 +80,10 @@ def _sizes(sizes: dict[int, int], top: int = 4) -> str:
 
 def run(args) -> int:
     from ..sim.simulate import simulate
-    result = simulate(scenario_from_args(args))
+    result = simulate(scenario_from_args(args), trace=args.trace)
+    for w in result.warnings:
+        if w.startswith("PARTIAL"):
+            print(f"offloadkit simulate: {w}", file=sys.stderr)
     if args.json:
         print(json.dumps(result.summary(), indent=1))
         return 0
@@ -90,9 +98,10 @@ def run(args) -> int:
     else:
         print("drops        none")
     print(f"events       {result.events}")
-    print("segment sizes (first packets at each capture point):")
-    for p in result.points:
-        print(f"  {p:<10} {_sizes(result.segment_sizes(p))}")
+    if args.trace:
+        print("segment sizes (first packets at each capture point):")
+        for p in result.points:
+            print(f"  {p:<10} {_sizes(result.segment_sizes(p))}")
     for w in result.warnings:
         print(f"warning: {w}")
     return 0

@@ -46,6 +46,7 @@ class Diagnosis:
     capture: str = ""
     mtu: int = 0
     mtu_from: str = ""
+    trace: Trace | None = field(default=None, repr=False)   # the packets diagnosed
 
     def worst(self) -> str:
         return max((f.severity for f in self.findings), key=SEVERITIES.index, default="info")
@@ -82,7 +83,7 @@ def diagnose(trace: Trace, side: str | None = None, mtu: int | None = None, gro:
             found.append(Finding("capture-note", "info", note, {"reader_message": note}))
     if len(trace) == 0:
         found.append(Finding("no-tcp", "info", "No TCP packets to diagnose in this capture.", {}))
-        return Diagnosis(found, [], 0, capture, hints.mtu or 0, "")
+        return Diagnosis(found, [], 0, capture, hints.mtu or 0, "", trace)
     ctx = build(trace, hints)
     for check in (sizes.super_packets, sizes.mss_mismatch, loss.black_hole, sizes.no_aggregation,
                   checksums.checksum_findings):
@@ -90,7 +91,7 @@ def diagnose(trace: Trace, side: str | None = None, mtu: int | None = None, gro:
     table = stats.flow_table(ctx)
     found += stats.stats_findings(ctx, table)
     found.sort(key=lambda f: -SEVERITIES.index(f.severity))
-    return Diagnosis(found, table, len(trace), capture, ctx.mtu, ctx.mtu_why)
+    return Diagnosis(found, table, len(trace), capture, ctx.mtu, ctx.mtu_why, trace)
 
 
 def diagnose_file(path, side: str | None = None, mtu: int | None = None, gro: str | None = None) -> Diagnosis:

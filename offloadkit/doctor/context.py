@@ -224,9 +224,19 @@ def _infer_mtu(ctx: Context) -> tuple[int, str]:
         ipl = c["ip_len"][d].astype(np.int64)
         vals, cnt = np.unique(ipl, return_counts=True)
         mode = int(vals[cnt.argmax()])
-        if ETHERNET_MTU < mode <= 9216 and cnt.max() * 2 >= d.sum() and (ipl <= mode).all():
+        if (ETHERNET_MTU < mode <= 9216 and cnt.max() * 2 >= d.sum() and (ipl <= mode).all()
+                and not tso_checksums(c, d, ipl == mode)):
             return mode, "jumbo frames: most data packets have this IP length and none is longer (no SYN seen)"
     return ETHERNET_MTU, "Ethernet default (no SYN seen; give --mtu if the link differs)"
+
+
+def tso_checksums(c, rows: np.ndarray, among: np.ndarray) -> bool:
+    """Do the packets ``among`` the ``rows`` carry only the pseudo-header sum (CHECKSUM_PARTIAL)?
+
+    No frame on a wire does: such a packet was captured above TSO/GSO and checksum
+    offload, so its size says nothing about the link MTU (a lone 7240-byte TSO
+    packet is not a jumbo frame)."""
+    return bool((c["csum_state"][rows][among] == codes.CSUM_PARTIAL).any())
 
 
 def _infer_side(ctx: Context) -> None:

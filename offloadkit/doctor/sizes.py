@@ -20,6 +20,13 @@ def eff_mss(ctx: Context) -> np.ndarray:
     return np.where(peer > 0, peer - TS_BYTES * ctx.ts, 0)
 
 
+def current_mss(ctx: Context, rows: np.ndarray) -> np.ndarray:
+    """Payload bytes per segment the link MTU allows each packet's headers, as ``tcp_current_mss``
+    derives mss_now from the path MTU (IP and TCP headers, options included)."""
+    c = ctx.c
+    return np.maximum(ctx.mtu - c["ip_hlen"][rows].astype(np.int64) - c["tcp_hlen"][rows].astype(np.int64), 0)
+
+
 def segment_size(ctx: Context) -> np.ndarray:
     """Per flow: the recurring payload size of single segments in the data direction (mode)."""
     return segment_mode(ctx)[0]
@@ -44,6 +51,7 @@ def super_packets(ctx: Context) -> list[Finding]:
     seg = segment_size(ctx)
     eff = eff_mss(ctx)
     g = np.where(eff > 0, eff, seg)[c["flow"][idx]]
+    g = np.where(g > 0, g, current_mss(ctx, idx))       # no SYN, no single segment: what the MTU allows
     plen = c["payload_len"][idx].astype(np.int64)
     g = _best_divisor(plen, g)
     multiple = (g > 0) & (plen % np.maximum(g, 1) == 0)

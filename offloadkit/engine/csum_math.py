@@ -1,4 +1,4 @@
-"""Internet-checksum arithmetic (RFC 1071) for IPv4 and TCP, as numba kernels.
+"""Internet-checksum arithmetic (RFC 1071) for IPv4, IPv6 and TCP, as numba kernels.
 
 All sums are plain integers: a *sum* is an unfolded one's-complement
 accumulator (any non-negative int64), ``fold16`` folds it to 16 bits and
@@ -76,6 +76,23 @@ def addr_sum(ip):
     """Sum of the two 16-bit halves of an IPv4 address (uint32)."""
     ip = np.int64(ip) & 0xFFFFFFFF
     return (ip >> 16) + (ip & 0xFFFF)
+
+
+@njit(cache=True)
+def ip6_addr_sum(addr):
+    """Sum of the eight 16-bit words of an IPv6 address (uint8[16])."""
+    s = np.int64(0)
+    for i in range(0, 16, 2):
+        s += (np.int64(addr[i]) << 8) | np.int64(addr[i + 1])
+    return s
+
+
+@njit(cache=True)
+def pseudo_addr_sum(ip_version, src_ip, dst_ip, src_ip6, dst_ip6):
+    """Sum of the pseudo-header's two addresses: IPv4 (RFC 793) or IPv6 (RFC 8200 §8.1)."""
+    if ip_version == 6:
+        return ip6_addr_sum(src_ip6) + ip6_addr_sum(dst_ip6)
+    return addr_sum(src_ip) + addr_sum(dst_ip)
 
 
 @njit(cache=True)
@@ -287,6 +304,8 @@ def warmup() -> None:
     trace_checksums(t, False)
     buf = np.zeros(64, dtype=np.uint8)
     tcp_checksum_buffer(np.uint32(1), np.uint32(2), buf, 0, 40)
+    pseudo_addr_sum(6, np.uint32(0), np.uint32(0), buf[:16], buf[16:32])
+    pseudo_addr_sum(4, np.uint32(1), np.uint32(2), buf[:16], buf[16:32])
     ip_checksum_buffer(buf, 0, 20)
     csum_finish_mangled(np.int64(0xFFFF))
     corrupt_checksum(0)

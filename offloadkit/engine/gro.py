@@ -5,43 +5,22 @@ on one receive queue and returns a :class:`GroResult`: the packets the stack
 sees after GRO (in delivery order), a reason code per input row, the input ->
 output mapping and the software checksum passes GRO made.
 
-Rules (kernel function in brackets):
+Rules (kernel function in brackets); the merge rules are the small functions
+of ``engine.gro_rules`` (shared with the TCP loop's receiver), the flushes
+the functions below (``_poll_end``, ``_flush``, ``_hold``):
 
-- NAPI: a poll takes up to ``napi_budget`` packets; a poll also ends when the
-  next packet arrives more than ``poll_gap_ns`` after the previous one (the
-  model of a receive queue that ran empty). Flushes go bucket by bucket in
-  ascending order, oldest first within a bucket [__gro_flush]:
-  - queue empty [napi_complete_done -> gro_flush_normal(gro, false)]: every
-    held packet (``gro_flush_timeout`` is not modelled; its default 0 does this);
-  - budget used up [__napi_poll -> gro_flush_normal(gro, HZ >= 1000)]: with
-    ``hz`` >= 1000 only packets first held before the current jiffy; a
-    bucket's walk stops at its oldest packet held in this jiffy
-    [__gro_flush_chain, flush_old]; the others stay held into the next poll.
-    With ``hz`` < 1000, everything. Jiffies are ``time_ns * hz // 1e9``
-    (phase 0 at time 0: a real kernel's tick phase against capture time is
-    unknown); a packet's age is the jiffy it was first held in;
-  - both (the budget ran out on the last queued packet): the old packets,
-    then, at the empty repoll, the rest.
+- NAPI: a poll takes up to ``napi_budget`` packets; it also ends when the next
+  packet arrives more than ``poll_gap_ns`` after the previous one (a queue
+  that ran empty). Queue empty [napi_complete_done]: every held packet; budget
+  used up [__napi_poll -> gro_flush_normal(gro, HZ >= 1000)]: with ``hz`` >=
+  1000 only packets first held before the current jiffy (``_poll_end``).
 - Flow table: ``buckets`` (8) lists by rx hash, ``max_held`` (8) packets per
   list; a new flow in a full list completes the oldest one [gro_flush_oldest].
-  Same flow: addresses, ports, VLAN tag, VNI (+ outer UDP checksum zero/non-zero),
-  IPv6 extension headers (via hints).
-- IP layer [inet_gro_receive]: IP options, fragments and a bad IP header
-  checksum deliver the packet at once *without* touching the held packet of its
-  flow (it overtakes it); a total length that disagrees with the frame (hints)
-  sets CB.flush, which flushes the held packet.
-- Checksum [tcp4_gro_receive, udp4_gro_receive]: see ``engine.checksum``;
-  failure delivers the packet unmerged, held packet untouched; the stack drops
-  it later, so the output row carries ``drop = DROP_BAD_CSUM``. A VXLAN packet
-  the tunnel gate refuses is delivered unmerged (reason GRO_CHECKSUM, no drop).
-- Merge [tcp_gro_receive]: equal flag word (window included; FIN/PSH ignored;
-  CWR per ``cwr_rule``), equal ack, byte-identical options, the network rules
-  [inet_gro_flush: TTL, TOS, DF, IP ID incrementing or fixed per ``ipid_rule``],
-  payload <= the first's (a GSO packet: equal gso_size), contiguous seq, and
-  merged length < ``max_size`` [skb_gro_receive]. A failed merge delivers the
-  held packet; the new one is then held unless its own flush bits are set
-  (a pure ACK or a PSH/URG/RST/SYN/FIN packet is delivered at once). A merged
-  packet shorter than the first, or with PSH/URG/RST/SYN/FIN, closes the packet.
+- IP layer [inet_gro_receive], checksum [tcp4_gro_receive, udp4_gro_receive,
+  ``engine.checksum``]: delivered unmerged, held packet untouched
+  (``gro_rules.dev_gro_receive_kind``); a failed checksum's output row carries
+  ``drop = DROP_BAD_CSUM``.
+- Merge [tcp_gro_receive, inet_gro_flush, skb_gro_receive]: ``gro_rules``.
 - Output [gro_complete]: count 1 -> the packet unchanged with gso_size 0;
   otherwise the first header, IP total length updated, FIN/PSH ORed in,
   gso_size = first payload, gso_segs = count, CHECKSUM_PARTIAL (TCP checksum =
@@ -79,11 +58,15 @@ import numpy as np
 from numba import njit
 
 from .. import codes
+from ..codes import GRO_END_OF_POLL, GRO_FIRST, GRO_IP_RULE, GRO_MERGED, GRO_NOT_SAME_FLOW, GRO_PURE_ACK, GRO_TABLE_FULL
 from ..trace import FIELDS, Trace
 from . import checksum, csum_math
+from .gro_keys import dense_ids, keys_kernel
+from .gro_rules import (FLUSH_FLAGS, KIND_GRO, dev_gro_receive_kind, gro_list_prepare, inet_gro_flush,
+                        inet_gro_flush_id, inet_gro_id_fixed, skb_gro_receive, tcp_gro_receive_close,
+                        tcp_gro_receive_flush, tcp_gro_receive_mss, tcp_gro_receive_new)
 
 FIN, SYN, RST, PSH, URG, CWR = codes.FIN, codes.SYN, codes.RST, codes.PSH, codes.URG, codes.CWR
-FLUSH_FLAGS = URG | PSH | RST | SYN | FIN
 GRO_LEGACY_MAX_SIZE = 65536
 GSO_TCPV6 = codes.GSO_TCPV6
 NO_CLOSE = 255
@@ -187,137 +170,9 @@ class GroResult:
         return len(self.reasons) / max(len(self.out), 1)
 
 
-# -- keys ----------------------------------------------------------------
-
-@njit(cache=True)
-def _mix(h, v):
-    """Fold ``v`` into hash ``h`` (both uint64): one multiply-xorshift step."""
-    x = (h ^ v) * np.uint64(0x9E3779B97F4A7C15)
-    return x ^ (x >> np.uint64(29))
-
-
-@njit(cache=True)
-def _final(h):
-    """splitmix64's finaliser: spreads every input bit over the whole hash."""
-    h ^= h >> np.uint64(30)
-    h *= np.uint64(0xBF58476D1CE4E5B9)
-    h ^= h >> np.uint64(27)
-    h *= np.uint64(0x94D049BB133111EB)
-    return h ^ (h >> np.uint64(31))
-
-
-@njit(cache=True, inline="always")
-def _row_hashes(i, ver, src, dst, src6, dst6, sport, dport, vlan, vni, outer_nz, extra,
-                hlen, mss, sackok, ts, tsval, tsecr, wscale, sack_n, sack):
-    """(tuple hash, flow hash, option hash) of row i; vlan/vni/wscale are -1 when absent."""
-    h = _mix(np.uint64(7), np.uint64(ver[i]))
-    if ver[i] == 6:
-        for k in range(16):
-            h = _mix(h, np.uint64(src6[i, k]) | (np.uint64(dst6[i, k]) << np.uint64(8)))
-    else:
-        h = _mix(h, np.uint64(src[i]) | (np.uint64(dst[i]) << np.uint64(32)))
-    th = _final(_mix(h, np.uint64(sport[i]) | (np.uint64(dport[i]) << np.uint64(16))))
-    f = _mix(th, np.uint64(np.int64(vlan[i]) + 1))
-    f = _mix(f, np.uint64(np.int64(vni[i]) + 1) | (np.uint64(outer_nz) << np.uint64(40)))
-    fk = _final(_mix(f, extra))
-    o = _mix(np.uint64(11), np.uint64(hlen[i]) | (np.uint64(mss[i]) << np.uint64(8))
-             | (np.uint64(sackok[i]) << np.uint64(24)) | (np.uint64(ts[i]) << np.uint64(25))
-             | (np.uint64(np.int64(wscale[i]) + 1) << np.uint64(32)) | (np.uint64(sack_n[i]) << np.uint64(48)))
-    if ts[i]:
-        o = _mix(o, np.uint64(tsval[i]) | (np.uint64(tsecr[i]) << np.uint64(32)))
-    for k in range(2 * min(np.int64(sack_n[i]), 4)):
-        o = _mix(o, np.uint64(sack[i, k]))
-    return th, fk, _final(o)
-
-
-@njit(cache=True)
-def _keys_kernel(ver, src, dst, src6, dst6, sport, dport, vlan, vni, encap_col, outer_csum, h_flow, h_opt,
-                 hlen, mss, sackok, ts, tsval, tsecr, wscale, sack_n, sack, th, fk, ok):
-    """Tuple hash, flow hash and option hash of every row (h_flow/h_opt: hints, empty when absent).
-
-    A row whose hashed fields equal the previous row's reuses its hashes (bursts of
-    one flow, equal timestamps): same values, a fraction of the multiplications.
-    """
-    has_flow = len(h_flow) > 0
-    has_opt = len(h_opt) > 0
-    for i in range(len(ver)):
-        j = i - 1
-        same_flow = (j >= 0 and ver[i] == ver[j] and sport[i] == sport[j] and dport[i] == dport[j]
-                     and vlan[i] == vlan[j] and vni[i] == vni[j] and encap_col[i] == encap_col[j]
-                     and outer_csum[i] == outer_csum[j] and (not has_flow or h_flow[i] == h_flow[j]))
-        if same_flow:
-            if ver[i] == 6:
-                for k in range(16):
-                    if src6[i, k] != src6[j, k] or dst6[i, k] != dst6[j, k]:
-                        same_flow = False
-                        break
-            else:
-                same_flow = src[i] == src[j] and dst[i] == dst[j]
-        same_opt = (has_opt or (j >= 0 and sack_n[i] == 0 and sack_n[j] == 0 and hlen[i] == hlen[j]
-                                and mss[i] == mss[j] and sackok[i] == sackok[j] and ts[i] == ts[j]
-                                and wscale[i] == wscale[j] and tsval[i] == tsval[j] and tsecr[i] == tsecr[j]))
-        if same_flow and same_opt:
-            th[i] = th[j]
-            fk[i] = fk[j]
-            ok[i] = h_opt[i] if has_opt else ok[j]
-            continue
-        vx = (encap_col[i] & 8) != 0 or vni[i] >= 0
-        onz = vx and outer_csum[i] > 0
-        extra = h_flow[i] if has_flow else np.uint64(0)
-        a, b, c = _row_hashes(i, ver, src, dst, src6, dst6, sport, dport, vlan, vni, onz, extra,
-                              hlen, mss, sackok, ts, tsval, tsecr, wscale, sack_n, sack)
-        th[i] = a
-        fk[i] = b
-        ok[i] = h_opt[i] if has_opt else c
-
-
-@njit(cache=True)
-def _dense_ids(h):
-    """Dense ids 0..k-1 for the distinct values of ``h`` (first-seen order); returns (ids, k).
-
-    Open addressing in a table kept at most half full, grown by rehashing, so
-    that a few flows stay in cache whatever the trace length.
-    """
-    n = len(h)
-    size = 1024
-    mask = np.uint64(size - 1)
-    keys = np.zeros(size, np.uint64)
-    vals = np.full(size, -1, np.int64)
-    ids = np.empty(n, np.int64)
-    k = 0
-    for i in range(n):
-        j = h[i] & mask
-        while True:
-            if vals[j] < 0:
-                keys[j] = h[i]
-                vals[j] = k
-                ids[i] = k
-                k += 1
-                if 2 * k > size:
-                    size *= 2
-                    mask = np.uint64(size - 1)
-                    nkeys = np.zeros(size, np.uint64)
-                    nvals = np.full(size, -1, np.int64)
-                    for q in range(len(keys)):
-                        if vals[q] >= 0:
-                            jj = keys[q] & mask
-                            while nvals[jj] >= 0:
-                                jj = (jj + np.uint64(1)) & mask
-                            nkeys[jj] = keys[q]
-                            nvals[jj] = vals[q]
-                    keys = nkeys
-                    vals = nvals
-                break
-            if keys[j] == h[i]:
-                ids[i] = vals[j]
-                break
-            j = (j + np.uint64(1)) & mask
-    return ids, k
-
-
 # -- the kernel ----------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _emit_slot(S, s, O, m, close, t, last_close):
     O[O_FIRST, m] = S[s, S_ROW]
     O[O_COUNT, m] = S[s, S_CNT]
@@ -333,7 +188,7 @@ def _emit_slot(S, s, O, m, close, t, last_close):
     return m + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _emit_single(i, cnt, plen, base_len, mss, O, m, close, t, last_close, tkey):
     O[O_FIRST, m] = i
     O[O_COUNT, m] = cnt
@@ -348,7 +203,7 @@ def _emit_single(i, cnt, plen, base_len, mss, O, m, close, t, last_close, tkey):
     return m + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _flush(S, O, m, nb, mh, close, t, last_close, bcount, old_only, now_jif):
     """Complete held packets: buckets ascending, oldest first within a bucket [__gro_flush].
 
@@ -369,13 +224,13 @@ def _flush(S, O, m, nb, mh, close, t, last_close, bcount, old_only, now_jif):
     return m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _jiffy(t_ns, hz):
     """jiffies at time ``t_ns`` (phase 0 at t = 0), without int64 overflow for epoch times."""
     return (t_ns // 1_000_000_000) * hz + ((t_ns % 1_000_000_000) * hz) // 1_000_000_000
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _poll_end(S, O, m, nb, mh, t, last_close, bcount, budget_used, queue_empty, flush_old, hz):
     """Flushes at the end of a NAPI poll [__napi_poll, napi_complete_done].
 
@@ -385,33 +240,99 @@ def _poll_end(S, O, m, nb, mh, t, last_close, bcount, budget_used, queue_empty, 
     on the last queued packet): the old packets, then at the empty repoll the rest.
     """
     if budget_used:
-        m = _flush(S, O, m, nb, mh, 8, t, last_close, bcount, flush_old, _jiffy(t, hz))
+        m = _flush(S, O, m, nb, mh, GRO_END_OF_POLL, t, last_close, bcount, flush_old, _jiffy(t, hz))
     if queue_empty:
-        m = _flush(S, O, m, nb, mh, 8, t, last_close, bcount, False, 0)
+        m = _flush(S, O, m, nb, mh, GRO_END_OF_POLL, t, last_close, bcount, False, 0)
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True, inline="always")
 def _ip_id_flush(S, s, fixed_bit, id_new, id_head, df_new, ipid_df):
-    """inet_gro_flush's ID rule; updates the slot's fixed-ID bit. True -> flush."""
-    off = (np.int64(id_new) - np.int64(id_head)) & 0xFFFF
-    cnt = S[s, S_CNT]
-    if cnt == 1 and off == 0 and (not ipid_df or df_new):
+    """inet_gro_flush's ID rule on one IPv4 header; records the slot's fixed-ID bit. True -> flush."""
+    if inet_gro_id_fixed(id_new, id_head, S[s, S_CNT], df_new, ipid_df):
         S[s, S_FIXED] |= fixed_bit
-    want = 0 if (S[s, S_FIXED] & fixed_bit) else (cnt & 0xFFFF)
-    return off != want
+    return inet_gro_flush_id(id_new, id_head, S[s, S_CNT], (S[s, S_FIXED] & fixed_bit) != 0)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True, inline="always")
+def _find_held(S, sf, b, mh, fkey):
+    """The slot holding a packet of flow ``fkey`` in bucket ``b``, or -1 [gro_list_prepare]."""
+    for k in range(mh):
+        c = b * mh + k
+        if S[c, S_USED] == 1 and gro_list_prepare(sf[c], fkey):
+            return c
+    return -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _merge(S, s, pl, cnt, fl):
+    """Append a segment to the packet held in slot ``s`` [skb_gro_receive]."""
+    S[s, S_SEQEND] = (S[s, S_SEQEND] + pl) & 0xFFFFFFFF
+    S[s, S_PLEN] += pl
+    S[s, S_LEN] += pl
+    S[s, S_CNT] += cnt
+    S[s, S_FLOR] |= fl & (FIN | PSH)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _start_reason(S, b, mh, tkey, pl, fl, soft, last_close):
+    """The reason of a packet with nothing of its flow held: pure ACK, CB.flush, another flow of the
+    same 5-tuple held (GRO_NOT_SAME_FLOW), why the flow's previous packet left, or GRO_FIRST."""
+    if pl == 0 and (fl & FLUSH_FLAGS) == 0:
+        return GRO_PURE_ACK
+    if soft:
+        return GRO_IP_RULE
+    for k in range(mh):
+        c = b * mh + k
+        if S[c, S_USED] == 1 and S[c, S_TKEY] == tkey:
+            return GRO_NOT_SAME_FLOW
+    return last_close[tkey] if last_close[tkey] != NO_CLOSE else GRO_FIRST
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hold(S, sf, bcount, O, m, b, mh, i, t, age, hz, seq, pl, base_len, cnt, gso, tkey, fkey, last_close):
+    """Hold row ``i`` as a new packet of its bucket; a full bucket completes its oldest [gro_flush_oldest]."""
+    if bcount[b] >= mh:
+        oldest = -1
+        for k in range(mh):
+            c = b * mh + k
+            if S[c, S_USED] == 1 and (oldest < 0 or S[c, S_AGE] < S[oldest, S_AGE]):
+                oldest = c
+        m = _emit_slot(S, oldest, O, m, GRO_TABLE_FULL, t, last_close)
+    else:
+        bcount[b] += 1
+    s = -1
+    for k in range(mh):
+        c = b * mh + k
+        if S[c, S_USED] == 0:
+            s = c
+            break
+    S[s, S_USED] = 1
+    S[s, S_ROW] = i
+    S[s, S_AGE] = age
+    S[s, S_JIF] = _jiffy(t, hz)
+    S[s, S_SEQEND] = (np.int64(seq) + pl) & 0xFFFFFFFF
+    S[s, S_PLEN] = pl
+    S[s, S_LEN] = base_len
+    S[s, S_CNT] = cnt
+    S[s, S_MSS] = np.int64(gso) if gso > 0 else pl
+    S[s, S_FLOR] = 0
+    S[s, S_FIXED] = 0
+    S[s, S_TKEY] = tkey
+    sf[s] = fkey
+    return m
+
+
+@njit(cache=True, nogil=True)
 def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, window, ack, optk, hlen,
                netk, is_v4, ipid, df, onet, oid, pcnt, gso, base_len, encap,
                budget, gap_ns, max_size, cwr_old, ipid_df, nb, mh, flush_old, hz,
                reason, owner, O):
     """Run GRO over one receive queue. Fills reason/owner per row and O per output; returns #outputs.
 
-    kind: 0 TCP for GRO, 1 delivered at the IP layer, 2 checksum failed / tunnel
-    refused, 3 GRO off. owner[i]: input row heading the aggregate row i joined.
-    onet/oid: outer IPv4 header keys, empty when no packet has one.
+    kind (gro_rules.KIND_*): TCP for GRO, delivered at the IP layer, checksum
+    failed / tunnel refused, GRO off. owner[i]: input row heading the aggregate
+    row i joined. onet/oid: outer IPv4 header keys, empty when no packet has one.
     """
     n = len(t_ns)
     has_outer = len(onet) > 0
@@ -422,7 +343,6 @@ def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, 
     m = 0
     npoll = 0
     age = 0
-    fl_mask = 0x1FF & ~(FIN | PSH | (CWR if cwr_old else 0))
     for i in range(n):
         if i > 0:
             used = npoll >= budget
@@ -433,135 +353,57 @@ def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, 
         npoll += 1
         owner[i] = i
         t = t_ns[i]
-        k = kind[i]
         fl = np.int64(flags[i])
         pl = np.int64(plen[i])
-        if k != 0:
-            r = 6 if k == 1 else (5 if k == 2 else 13)          # IP_RULE, CHECKSUM, OFF
+        if kind[i] != KIND_GRO:
+            r = dev_gro_receive_kind(kind[i])
             reason[i] = r
             m = _emit_single(i, pcnt[i], plen[i], base_len[i], gso[i], O, m, r, t, last_close, tkey[i])
             continue
         b = bucket[i]
-        s = -1
-        for kk in range(mh):
-            c = b * mh + kk
-            if S[c, S_USED] == 1 and sf[c] == fkey[i]:
-                s = c
-                break
-        isgso = gso[i] > 0
+        s = _find_held(S, sf, b, mh, fkey[i])
         if s >= 0:
             p = S[s, S_ROW]
             mss = S[s, S_MSS]
-            r = 0
-            if cwr_old and (fl & CWR) != 0:
-                r = 3
-            elif ((fl ^ np.int64(flags[p])) & fl_mask) != 0 or window[i] != window[p]:
-                r = 3                                                # GRO_FLAGS
-            elif plen[i] == 0:
-                r = 11                                               # GRO_PURE_ACK
-            elif np.int64(seq[i]) != S[s, S_SEQEND]:
-                r = 2                                                # GRO_SEQ_GAP
-            elif ack[i] != ack[p]:
-                r = 9                                                # GRO_ACK_DIFFERS
-            elif hlen[i] != hlen[p] or optk[i] != optk[p]:
-                r = 10                                               # GRO_OPTIONS_DIFFER
-            if r == 0 or r == 3 or r == 9 or r == 10 or r == 2:
-                # network rules are evaluated in any case (they update the fixed-ID bits)
-                bad_net = netk[i] != netk[p]
-                if is_v4[i] and _ip_id_flush(S, s, 2, ipid[i], ipid[p], df[i], ipid_df):
-                    bad_net = True
-                if has_outer and onet[i] >= 0 and (onet[i] != onet[p]
-                                                   or _ip_id_flush(S, s, 1, oid[i], oid[p], True, ipid_df)):
-                    bad_net = True
-                if r == 0 and bad_net:
-                    r = 6                                            # GRO_IP_RULE
-            if r == 0:
-                if isgso:
-                    if mss != np.int64(gso[i]):
-                        r = 4
-                elif pl > mss:
-                    r = 4                                            # GRO_SIZE
-            if r == 0:
-                limit = max_size
-                if encap[i] and limit > 65536:
-                    limit = 65536
-                if S[s, S_LEN] + pl >= limit:
-                    r = 4
-                elif soft[i]:
-                    r = 6
-            if r == 0:
-                reason[i] = 0
+            # why row i cannot merge into the held packet (head row p), or GRO_MERGED [tcp_gro_receive]
+            r = tcp_gro_receive_flush(cwr_old, fl, np.int64(flags[p]), window[i], window[p], pl, np.int64(seq[i]),
+                                      S[s, S_SEQEND], ack[i], ack[p], hlen[i], hlen[p], optk[i], optk[p])
+            if r != GRO_PURE_ACK:
+                # the network rules are evaluated in any case (they update the fixed-ID bits)
+                id_flush = is_v4[i] and _ip_id_flush(S, s, 2, ipid[i], ipid[p], df[i], ipid_df)
+                outer_flush = has_outer and onet[i] >= 0 and (onet[i] != onet[p]
+                                                               or _ip_id_flush(S, s, 1, oid[i], oid[p], True, ipid_df))
+                net = inet_gro_flush(netk[i], netk[p], id_flush, outer_flush)
+                if r == GRO_MERGED:
+                    r = net
+            if r == GRO_MERGED:
+                r = tcp_gro_receive_mss(pl, mss, np.int64(gso[i]))
+            if r == GRO_MERGED:
+                r = skb_gro_receive(S[s, S_LEN], pl, 65536 if encap[i] and max_size > 65536 else max_size)
+            if r == GRO_MERGED and soft[i]:
+                r = GRO_IP_RULE                                      # CB.flush from the IP layer
+            if r == GRO_MERGED:
+                reason[i] = GRO_MERGED
                 owner[i] = p
-                S[s, S_SEQEND] = (S[s, S_SEQEND] + pl) & 0xFFFFFFFF
-                S[s, S_PLEN] += pl
-                S[s, S_LEN] += pl
-                S[s, S_CNT] += pcnt[i]
-                S[s, S_FLOR] |= fl & (FIN | PSH)
-                short = (pl != np.int64(pcnt[i]) * gso[i]) if isgso else (pl < mss)
-                if (fl & FLUSH_FLAGS) != 0 or short:
-                    m = _emit_slot(S, s, O, m, 3 if (fl & FLUSH_FLAGS) != 0 else 4, t, last_close)
+                _merge(S, s, pl, pcnt[i], fl)
+                close = tcp_gro_receive_close(fl, pl, mss, pcnt[i], gso[i])
+                if close != GRO_MERGED:
+                    m = _emit_slot(S, s, O, m, close, t, last_close)
                     bcount[b] -= 1
                 continue
             reason[i] = r
             m = _emit_slot(S, s, O, m, r, t, last_close)
             bcount[b] -= 1
         else:
-            if plen[i] == 0 and (fl & FLUSH_FLAGS) == 0:
-                r = 11
-            elif soft[i]:
-                r = 6
-            else:
-                r = 12                                               # GRO_FIRST
-                for kk in range(mh):
-                    c = b * mh + kk
-                    if S[c, S_USED] == 1 and S[c, S_TKEY] == tkey[i]:
-                        r = 1                                        # GRO_NOT_SAME_FLOW
-                        break
-                if r == 12 and last_close[tkey[i]] != NO_CLOSE:
-                    r = last_close[tkey[i]]
-            reason[i] = r
+            reason[i] = _start_reason(S, b, mh, tkey[i], pl, fl, soft[i], last_close)
         # not merged: delivered at once or held as a new packet
-        short1 = (pl != np.int64(pcnt[i]) * gso[i]) if isgso else (pl < 1)
-        if (fl & FLUSH_FLAGS) != 0 or short1 or soft[i]:
-            if (fl & FLUSH_FLAGS) != 0:
-                close = 3
-            elif soft[i]:
-                close = 6
-            elif plen[i] == 0:
-                close = 11
-            else:
-                close = 4
+        close = tcp_gro_receive_new(fl, pl, pcnt[i], gso[i], soft[i])
+        if close != GRO_MERGED:
             m = _emit_single(i, pcnt[i], plen[i], base_len[i], gso[i], O, m, close, t, last_close, tkey[i])
             continue
-        if bcount[b] >= mh:
-            oldest = -1
-            for kk in range(mh):
-                c = b * mh + kk
-                if S[c, S_USED] == 1 and (oldest < 0 or S[c, S_AGE] < S[oldest, S_AGE]):
-                    oldest = c
-            m = _emit_slot(S, oldest, O, m, 7, t, last_close)             # GRO_TABLE_FULL
-        else:
-            bcount[b] += 1
-        s = -1
-        for kk in range(mh):
-            c = b * mh + kk
-            if S[c, S_USED] == 0:
-                s = c
-                break
-        S[s, S_USED] = 1
-        S[s, S_ROW] = i
-        S[s, S_AGE] = age
+        m = _hold(S, sf, bcount, O, m, b, mh, i, t, age, hz, seq[i], pl, base_len[i], pcnt[i], gso[i], tkey[i],
+                  fkey[i], last_close)
         age += 1
-        S[s, S_JIF] = _jiffy(t, hz)
-        S[s, S_SEQEND] = (np.int64(seq[i]) + pl) & 0xFFFFFFFF
-        S[s, S_PLEN] = pl
-        S[s, S_LEN] = base_len[i]
-        S[s, S_CNT] = pcnt[i]
-        S[s, S_MSS] = np.int64(gso[i]) if isgso else pl
-        S[s, S_FLOR] = 0
-        S[s, S_FIXED] = 0
-        S[s, S_TKEY] = tkey[i]
-        sf[s] = fkey[i]
     if n > 0:
         m = _poll_end(S, O, m, nb, mh, t_ns[n - 1], last_close, bcount, npoll >= budget, True, flush_old, hz)
     return m
@@ -569,7 +411,7 @@ def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, 
 
 # -- Python driver ---------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _prep_kernel(ver, src, dst, vni, encap_col, outer_csum, hlen, ip_hlen, frag, tos, ttl, df, ip_len, ip_id,
                  ip_csum, l2, gso_size, gso_segs, plen, csum_state, csum_level, csum_bad,
                  h_noh, h_soft, h_ipok, h_onet, rx_mode, verify_ip, enabled, tunnel_old, nbuckets, hash_zero,
@@ -623,7 +465,7 @@ def _prep_kernel(ver, src, dst, vni, encap_col, outer_csum, hlen, ip_hlen, frag,
         encap[i] = vx or (has_onet and h_onet[i] >= 0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _ip_header_sum(tos, ip_len, ip_id, df, frag, ttl, src, dst, check):
     """Folded one's-complement sum of a 20-byte IPv4 TCP header, checksum included (0xFFFF: correct)."""
     s = (np.int64(0x4500) | tos) + (np.int64(ip_len) & 0xFFFF if ip_len <= 0xFFFF else 0) + np.int64(ip_id)
@@ -659,7 +501,7 @@ def prepare(trace: Trace, params: GroParams, hints: GroHints | None = None) -> d
     onet = _hint(hints, "outer_net", n, np.int64)
     out["fkey"], out["optk"] = np.empty(n, np.uint64), np.empty(n, np.uint64)
     with np.errstate(over="ignore"):        # hashes wrap on purpose (matters under NUMBA_DISABLE_JIT)
-        _keys_kernel(c["ip_version"], c["src_ip"], c["dst_ip"], c["src_ip6"], c["dst_ip6"], c["sport"], c["dport"],
+        keys_kernel(c["ip_version"], c["src_ip"], c["dst_ip"], c["src_ip6"], c["dst_ip6"], c["sport"], c["dport"],
                      c["vlan_tci"], c["vni"], c["encap"], c["outer_udp_csum"], _hint(hints, "flow_key", n, np.uint64),
                      _hint(hints, "opt_key", n, np.uint64), c["tcp_hlen"], c["opt_mss"], c["opt_sackok"],
                      c["opt_ts"], c["tsval"], c["tsecr"], c["opt_wscale"], c["sack_n"], c["sack"],
@@ -674,7 +516,7 @@ def prepare(trace: Trace, params: GroParams, hints: GroHints | None = None) -> d
                  out["th"], out["bucket"], out["kind"], out["soft"], out["netk"], out["gso"], out["pcnt"],
                  out["base_len"], out["encap"], out["_state"], out["_level"], out["_st_after"], out["_lv_after"],
                  out["_refused"], out["_pass_bytes"])
-    tkey, n_tkeys = _dense_ids(out.pop("th"))
+    tkey, n_tkeys = dense_ids(out.pop("th"))
     pb = out.pop("_pass_bytes")
     rows = np.nonzero(pb)[0]
     out.update(
@@ -705,7 +547,7 @@ def run_kernel(prep: dict, params: GroParams):
     return reason, owner, O[:, :m]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _out_rows(first, owner):
     """Output row of every input row: the row its aggregate's head was delivered in."""
     out_row = np.empty(len(owner), np.int64)

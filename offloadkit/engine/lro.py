@@ -33,7 +33,8 @@ from numba import njit
 from .. import codes
 from ..trace import Trace
 from . import csum_math
-from .gro import GroParams, _dense_ids, _keys_kernel, gro
+from .gro import GroParams, gro
+from .gro_keys import dense_ids, keys_kernel
 
 BAD_FLAGS = codes.CWR | codes.ECE | codes.URG | codes.RST | codes.SYN | codes.FIN
 
@@ -198,11 +199,11 @@ def lro(trace: Trace, params: LroParams | None = None, descriptors: int | None =
     ok = np.empty(n, np.uint64)
     e = np.zeros(0, np.uint64)
     with np.errstate(over="ignore"):
-        _keys_kernel(c["ip_version"], c["src_ip"], c["dst_ip"], c["src_ip6"], c["dst_ip6"], c["sport"], c["dport"],
+        keys_kernel(c["ip_version"], c["src_ip"], c["dst_ip"], c["src_ip6"], c["dst_ip6"], c["sport"], c["dport"],
                      c["vlan_tci"], c["vni"], c["encap"], np.zeros(n, np.int32), e, e, c["tcp_hlen"], c["opt_mss"],
                      c["opt_sackok"], c["opt_ts"], c["tsval"], c["tsecr"], c["opt_wscale"], c["sack_n"], c["sack"],
                      th, fk, ok)
-    tkey, nk = _dense_ids(fk)
+    tkey, nk = dense_ids(fk)
     reason = np.zeros(n, np.uint8)
     owner = np.zeros(n, np.int64)
     O = np.zeros((max(n, 1), 8), np.int64)

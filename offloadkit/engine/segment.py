@@ -74,8 +74,21 @@ software GSO puts it on each super-packet's last segment. The 4.4 guest of
 seed 000 sends ``Flags [.]`` super-packets. ``tcp_forces_psh(kernel)`` tells
 the TCP simulator which behaviour a kernel version has.
 
-Only IPv4 rows are segmented (IPv6 rows pass unchanged); rows already
-dropped pass unchanged. GSO_PARTIAL output is not modelled.
+IPv6 (``ipv6_gso_segment`` + ``tcp6_gso_segment``): the same seq, flag and
+TCP checksum rules (pseudo-header over the 128-bit addresses); there is no IP
+ID or header checksum (both copied); the payload length of each segment is
+its own (Trace ``ip_len`` = ``ip_hlen + tcp_hlen + payload``, ``ip_hlen``
+counting the extension headers, which every segment carries); traffic class
+(``tos``), flow label and hop limit (``ttl``) are copied.
+
+BIG TCP: a super-packet above 64 KB. IPv4 writes total length 0
+(``ip_tot_len_field``); IPv6 writes payload length 0 and an 8-byte hop-by-hop
+jumbo header (``hbh_jumbo``), which ``ipv6_hopopt_jumbo_remove`` takes out
+before segmenting, so no segment carries it. The rtl8139 models offer TSO for
+IPv4 only (8139cp: NETIF_F_TSO, no TSO6): an IPv6 GSO skb is segmented in
+software before it (``cp_tso_family``, hw-tso rules).
+
+Rows already dropped pass unchanged. GSO_PARTIAL output is not modelled.
 
 Calling from njit code (the TCP simulator): the per-packet building blocks
 ``nic_chunk_size(code, params, gso_size, ip_hlen, tcp_hlen)``,
@@ -94,11 +107,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from ..codes import (ACK, CWR, DROP_GSO_EINVAL, DROP_GSO_EPROTONOSUPPORT, FIN, PSH, GSO_TCP_ACCECN,
-                     GSO_TCP_FIXEDID, CSUM_NONE, CSUM_PARTIAL)
+from ..codes import (ACK, CSUM_NONE, CSUM_PARTIAL, CWR, DROP_GSO_EINVAL, DROP_GSO_EPROTONOSUPPORT, FIN,
+                     GSO_TCP_ACCECN, GSO_TCP_FIXEDID, PSH)
 from ..trace import FIELDS, Trace
-from .csum_math import (addr_sum, csum_finish, fold16, ip_base_sum, ip_tot_len_field,
-                        tcp_base_sum, tcp_options_sum_kernel, u32_sum, tcp_flags_word)
+from .csum_math import (IPPROTO_TCP, csum_finish, fold16, ip_base_sum, ip_tot_len_field, pseudo_addr_sum,
+                        tcp_base_sum, tcp_flags_word, tcp_options_sum_kernel, u32_sum)
 
 # -- NIC models ----------------------------------------------------------
 NIC_SW_GSO = 0
@@ -124,6 +137,8 @@ TCP_PSH_ON_GSO_SINCE = (5, 4)      # "tcp: force a PSH flag on TSO packets"
 TCP_MIN_SND_MSS = 48               # sysctl_tcp_min_snd_mss default
 TCP_MIN_GSO_SIZE = 8               # TCP_MIN_SND_MSS - MAX_TCP_OPTION_SPACE
 MAX_GSO_SIZE = 65535 - 20 - 20
+GRO_LEGACY_MAX_SIZE = 65536        # above it an IPv6 skb carries the hop-by-hop jumbo header
+HOP_JUMBO_HLEN = 8                 # sizeof(struct hop_jumbo_hdr)
 
 
 @dataclass(frozen=True)
@@ -275,9 +290,32 @@ def nic_chunk_size(nic_code, nic_params, gso_size, ip_hlen, tcp_hlen):
 
 
 @njit(cache=True)
+def cp_tso_family(nic_code, ip_version):
+    """The model that segments an skb of this IP version: 8139cp has NETIF_F_TSO but no TSO6,
+    so the stack segments IPv6 in software before the rtl8139 models (hw-tso rules: full checksums)."""
+    if ip_version == 6 and nic_code >= NIC_RTL8139_LEGACY and nic_code <= NIC_RTL8139_FIXED:
+        return NIC_HW_TSO
+    return nic_code
+
+
+@njit(cache=True)
+def ipv6_has_hopopt_jumbo(ip_version, hbh_jumbo, ip_len):
+    """``ipv6_has_hopopt_jumbo``: an IPv6 skb over GRO_LEGACY_MAX_SIZE whose first header is the jumbo HBH."""
+    return ip_version == 6 and hbh_jumbo and ip_len > GRO_LEGACY_MAX_SIZE
+
+
+@njit(cache=True)
+def ipv6_hopopt_jumbo_remove(ip_hlen, ip_version, hbh_jumbo, ip_len):
+    """``ipv6_hopopt_jumbo_remove``: the network header length once the jumbo HBH is taken out."""
+    if ipv6_has_hopopt_jumbo(ip_version, hbh_jumbo, ip_len):
+        return np.int64(ip_hlen) - HOP_JUMBO_HLEN
+    return np.int64(ip_hlen)
+
+
+@njit(cache=True)
 def is_gso_row(payload_len, gso_size, ip_version, drop):
-    """A row the segmenter acts on: an undropped IPv4 skb with payload above gso_size."""
-    return drop == 0 and ip_version == 4 and gso_size > 0 and payload_len > gso_size
+    """A row the segmenter acts on: an undropped IPv4 or IPv6 skb with payload above gso_size."""
+    return drop == 0 and (ip_version == 4 or ip_version == 6) and gso_size > 0 and payload_len > gso_size
 
 
 @njit(cache=True)
@@ -333,27 +371,38 @@ def segment_count_kernel(payload_len, gso_size, gso_override, ip_version, ip_hle
         g = gso_override if gso_override > 0 else gso_size[i]
         c = 1
         if nic_code != NIC_DROP_GSO and is_gso_row(payload_len[i], g, ip_version[i], drop[i]):
-            c = segments_for(payload_len[i], nic_chunk_size(nic_code, nic_params, g, ip_hlen[i], tcp_hlen[i]))
+            code = cp_tso_family(nic_code, ip_version[i])
+            c = segments_for(payload_len[i], nic_chunk_size(code, nic_params, g, ip_hlen[i], tcp_hlen[i]))
         counts[i] = c
         total += c
     return total
 
 
 @njit(cache=True)
-def segment_base_sums_kernel(ip_hlen, tos, df, frag, ttl, src_ip, dst_ip, sport, dport, ack, window,
-                             urg_ptr, options_sum, ip_base, tcp_base):
-    """Per-row checksum parts that segmentation does not change (see ``csum_math``)."""
+def segment_base_sums_kernel(ip_version, ip_hlen, tos, df, frag, ttl, src_ip, dst_ip, src_ip6, dst_ip6, sport,
+                             dport, ack, window, urg_ptr, options_sum, ip_base, tcp_base, pseudo_base):
+    """Per-row checksum parts that segmentation does not change (see ``csum_math``).
+
+    ``pseudo_base``: the pseudo-header's addresses and protocol (IPv4 or IPv6);
+    ``ip_base`` is 0 for IPv6 (no header checksum).
+    """
     for i in range(len(ip_base)):
-        ip_base[i] = ip_base_sum(ip_hlen[i], tos[i], df[i], frag[i], ttl[i], src_ip[i], dst_ip[i])
-        tcp_base[i] = tcp_base_sum(src_ip[i], dst_ip[i], sport[i], dport[i], ack[i], window[i],
-                                   urg_ptr[i], options_sum[i])
+        a = pseudo_addr_sum(ip_version[i], src_ip[i], dst_ip[i], src_ip6[i], dst_ip6[i])
+        pseudo_base[i] = a + IPPROTO_TCP
+        ip_base[i] = 0
+        if ip_version[i] == 4:
+            ip_base[i] = ip_base_sum(ip_hlen[i], tos[i], df[i], frag[i], ttl[i], src_ip[i], dst_ip[i])
+        tcp_base[i] = a + tcp_base_sum(0, 0, sport[i], dport[i], ack[i], window[i], urg_ptr[i], options_sum[i])
 
 
 @njit(cache=True, inline="always")
-def _fill_segments(i, j, n, chunk, code, partial, L, seq0, flags0, id0, gt, ihl, thl, src, dst, ipb, tcpb,
-                   o_src_row, o_seq, o_payload_len, o_flags, o_ip_id, o_ip_len, o_ip_csum, o_tcp_csum,
+def _fill_segments(i, j, n, chunk, code, partial, L, seq0, flags0, id0, gt, ihl, thl, pseudo_addr,
+                   ipb, tcpb, o_src_row, o_seq, o_payload_len, o_flags, o_ip_id, o_ip_len, o_ip_csum, o_tcp_csum,
                    o_csum_state, o_gso_size, o_gso_segs, o_gso_type, o_drop):
-    """Rows j .. j+n-1 for the n segments of input row i.
+    """Rows j .. j+n-1 for the n segments of input row i (``ihl`` after jumbo removal).
+
+    IPv4 ID and header checksum; the caller overwrites them for IPv6 (``ipv6_gso_segment``:
+    none to write). At most 30 arguments: CPython passes more as a tuple, which numba cannot inline.
 
     Written column by column with the middle-segment values first and the
     first/last segment fixed afterwards, so that LLVM vectorises the loops.
@@ -365,7 +414,6 @@ def _fill_segments(i, j, n, chunk, code, partial, L, seq0, flags0, id0, gt, ihl,
     f_mid = segment_flags(flags0, 1, max(n, 3), gt, code)    # middle segments (first/last fixed below)
     inc = segment_ip_id(0, 1, gt, code)                  # 1, or 0 with FIXEDID
     hdr = ihl + thl
-    pseudo_addr = addr_sum(src) + addr_sum(dst) + 6
     ck = np.int64(chunk)
     for k in range(n):
         o_src_row[j + k] = i
@@ -401,14 +449,15 @@ def _fill_segments(i, j, n, chunk, code, partial, L, seq0, flags0, id0, gt, ihl,
 @njit(cache=True)
 def segment_fill_kernel(counts, payload_len, gso_size, gso_override, ip_version, drop, nic_code, nic_params,
                         tx_csum, seq, flags, ip_id, ip_len, ip_csum, tcp_csum, csum_state, gso_segs,
-                        gso_type, ip_hlen, tcp_hlen, src_ip, dst_ip, ip_base, tcp_base,
+                        gso_type, ip_hlen, tcp_hlen, hbh_jumbo, ip_base, tcp_base, pseudo_base,
                         o_src_row, o_seq, o_payload_len, o_flags, o_ip_id, o_ip_len, o_ip_csum,
-                        o_tcp_csum, o_csum_state, o_gso_size, o_gso_segs, o_gso_type, o_drop):
+                        o_tcp_csum, o_csum_state, o_gso_size, o_gso_segs, o_gso_type, o_drop, o_ip_hlen,
+                        o_hbh_jumbo):
     """Pass 2: write the output rows (sizes from pass 1) into the ``o_*`` arrays.
 
     ``o_src_row[j]`` is the input row of output row j; the caller copies every
-    column not written here from that row. ``ip_base``/``tcp_base`` come from
-    ``segment_base_sums_kernel`` (only read for rows that are segmented).
+    column not written here from that row. ``ip_base``/``tcp_base``/``pseudo_base``
+    come from ``segment_base_sums_kernel`` (only read for rows that are segmented).
     """
     j = 0
     for i in range(len(counts)):
@@ -429,17 +478,28 @@ def segment_fill_kernel(counts, payload_len, gso_size, gso_override, ip_version,
             o_gso_segs[j] = gso_segs[i]
             o_gso_type[j] = gso_type[i]
             o_drop[j] = drop[i]
+            o_ip_hlen[j] = ip_hlen[i]
+            o_hbh_jumbo[j] = hbh_jumbo[i]
             if gso:                      # drop-gso: a multi-segment skb it cannot segment
                 o_drop[j] = nic_params[P_DROP_REASON]
             j += 1
             continue
-        code = nic_effective(nic_code, g)
-        chunk = nic_chunk_size(nic_code, nic_params, g, ip_hlen[i], tcp_hlen[i])
-        _fill_segments(i, j, n, chunk, code, tx_csum and code == NIC_SW_GSO, payload_len[i], seq[i],
-                       flags[i], ip_id[i], gso_type[i], np.int64(ip_hlen[i]), np.int64(tcp_hlen[i]),
-                       src_ip[i], dst_ip[i], ip_base[i], tcp_base[i], o_src_row, o_seq, o_payload_len,
-                       o_flags, o_ip_id, o_ip_len, o_ip_csum, o_tcp_csum, o_csum_state, o_gso_size,
-                       o_gso_segs, o_gso_type, o_drop)
+        family_code = cp_tso_family(nic_code, ip_version[i])
+        code = nic_effective(family_code, g)
+        chunk = nic_chunk_size(family_code, nic_params, g, ip_hlen[i], tcp_hlen[i])
+        ihl = ipv6_hopopt_jumbo_remove(ip_hlen[i], ip_version[i], hbh_jumbo[i], ip_len[i])
+        partial = tx_csum and code == NIC_SW_GSO
+        _fill_segments(i, j, n, chunk, code, partial, payload_len[i], seq[i], flags[i], ip_id[i], gso_type[i], ihl,
+                       np.int64(tcp_hlen[i]), pseudo_base[i], ip_base[i], tcp_base[i], o_src_row, o_seq,
+                       o_payload_len, o_flags, o_ip_id, o_ip_len, o_ip_csum, o_tcp_csum, o_csum_state,
+                       o_gso_size, o_gso_segs, o_gso_type, o_drop)
+        v6 = ip_version[i] == 6
+        for k in range(n):
+            o_ip_hlen[j + k] = ihl
+            o_hbh_jumbo[j + k] = hbh_jumbo[i] and ihl == ip_hlen[i]
+            if v6:                       # no IP ID, no header checksum
+                o_ip_id[j + k] = ip_id[i]
+                o_ip_csum[j + k] = ip_csum[i]
         j += n
     return j
 
@@ -447,7 +507,7 @@ def segment_fill_kernel(counts, payload_len, gso_size, gso_override, ip_version,
 # -- Python API ---------------------------------------------------------------
 
 _OUT = ("seq", "payload_len", "flags", "ip_id", "ip_len", "ip_csum", "tcp_csum", "csum_state",
-        "gso_size", "gso_segs", "gso_type", "drop")
+        "gso_size", "gso_segs", "gso_type", "drop", "ip_hlen", "hbh_jumbo")
 
 
 def segment_counts(trace: Trace, gso_size: int | None = None, nic="sw-gso") -> np.ndarray:
@@ -465,7 +525,7 @@ def segment(trace: Trace, gso_size: int | None = None, nic="sw-gso", tx_csum: bo
     """Segment every super-packet of ``trace`` as the device ``nic`` does.
 
     ``gso_size``: None uses each row's gso_size column (rows with 0 are not
-    GSO); an int applies to every row (any IPv4 TCP payload above it is cut).
+    GSO); an int applies to every row (any IPv4/IPv6 TCP payload above it is cut).
     ``nic``: a name from ``NIC_MODELS`` or a ``NicModel``.
     ``tx_csum``: sw-gso only; True leaves segments CHECKSUM_PARTIAL with the
     pseudo-header sum, False writes full checksums (csum NONE).
@@ -483,19 +543,21 @@ def segment(trace: Trace, gso_size: int | None = None, nic="sw-gso", tx_csum: bo
                            c["opt_wscale"], c["sack_n"], c["sack"], opt)
     ip_base = np.empty(n_in, dtype=np.int64)
     tcp_base = np.empty(n_in, dtype=np.int64)
-    segment_base_sums_kernel(c["ip_hlen"], c["tos"], c["df"], c["frag"], c["ttl"], c["src_ip"], c["dst_ip"],
-                             c["sport"], c["dport"], c["ack"], c["window"], c["urg_ptr"], opt, ip_base, tcp_base)
+    pseudo_base = np.empty(n_in, dtype=np.int64)
+    segment_base_sums_kernel(c["ip_version"], c["ip_hlen"], c["tos"], c["df"], c["frag"], c["ttl"], c["src_ip"],
+                             c["dst_ip"], c["src_ip6"], c["dst_ip6"], c["sport"], c["dport"], c["ack"], c["window"],
+                             c["urg_ptr"], opt, ip_base, tcp_base, pseudo_base)
     out = {name: np.empty(total, dtype=FIELDS[name][0]) for name in _OUT}
     src_row = np.empty(total, dtype=np.int64)
     segment_fill_kernel(counts, c["payload_len"], c["gso_size"], override, c["ip_version"], c["drop"],
                         model.code, params, bool(tx_csum), c["seq"], c["flags"], c["ip_id"], c["ip_len"],
                         c["ip_csum"], c["tcp_csum"], c["csum_state"], c["gso_segs"], c["gso_type"],
-                        c["ip_hlen"], c["tcp_hlen"], c["src_ip"], c["dst_ip"], ip_base, tcp_base,
+                        c["ip_hlen"], c["tcp_hlen"], c["hbh_jumbo"], ip_base, tcp_base, pseudo_base,
                         src_row, out["seq"], out["payload_len"], out["flags"], out["ip_id"], out["ip_len"],
                         out["ip_csum"], out["tcp_csum"], out["csum_state"], out["gso_size"], out["gso_segs"],
-                        out["gso_type"], out["drop"])
+                        out["gso_type"], out["drop"], out["ip_hlen"], out["hbh_jumbo"])
     g = np.full(n_in, override, dtype=np.int64) if override else c["gso_size"].astype(np.int64)
-    processed = ((c["drop"] == 0) & (c["ip_version"] == 4) & (g > 0) & (c["payload_len"] > g)
+    processed = ((c["drop"] == 0) & np.isin(c["ip_version"], (4, 6)) & (g > 0) & (c["payload_len"] > g)
                  & (model.code != NIC_DROP_GSO))
     cols = {name: (out[name] if name in out else np.repeat(col, counts, axis=0)) for name, col in c.items()}
     cols["csum_bad"] = cols["csum_bad"] & ~np.repeat(processed, counts)   # recomputed checksums are right

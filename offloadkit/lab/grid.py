@@ -28,6 +28,26 @@ COMMITTED: dict[str, LabSettings] = {
     "ts-mss1200-gro-off": replace(_BASE, mss=1200, gro=False),
 }
 
+# IPv6 (2001:2::/48) and BIG TCP; committed in data/captures/ipv6/
+_V6 = replace(_BASE, ip_version=6)
+COMMITTED_IPV6: dict[str, LabSettings] = {
+    "v6-ts-mtu1500": _V6,
+    "v6-nots-mss1000": replace(_V6, mss=1000, timestamps=False),
+    "v6-ts-mtu9000": replace(_V6, mtu=9000),
+    # the router's egress MTU 1508: ip6_forward's skb_gso_validate_network_len counts the 8-byte jumbo
+    # HBH in every segment (48 + 32 + 1428 > 1500), so at MTU 1500 it refuses BIG TCP packets...
+    # (how big TCP's super-packets get depends on the rate: make_captures.py --until-jumbo retries)
+    "v6-bigtcp-185000": replace(_V6, gso_max_size=185000, path_mtu=1508, bytes="1M"),
+    # ...as this case shows: every jumbo packet is dropped with ICMPv6 "packet too big, mtu 1500"
+    "v6-bigtcp-ptb-mtu1500": replace(_V6, gso_max_size=185000),
+}
+
+# TCP over a VXLAN overlay (IPv4 underlay): the router's egress segments the tunnel in software
+COMMITTED_VXLAN: dict[str, LabSettings] = {
+    "vxlan-ts-mtu1500": replace(_BASE, tunnel="vxlan"),
+    "vxlan-csum-ts-mtu1500": replace(_BASE, tunnel="vxlan", tunnel_csum=True),
+}
+
 _LIVE_BASE = LabSettings(bytes="1M")
 LIVE: dict[str, LabSettings] = {
     "ts-mss536": replace(_LIVE_BASE, mss=536),
@@ -37,6 +57,10 @@ LIVE: dict[str, LabSettings] = {
     "nots-clamp1300-mtu1492": replace(_LIVE_BASE, clamp=1300, path_mtu=1492, timestamps=False),
     "nots-mtu9000": replace(_LIVE_BASE, mtu=9000, timestamps=False),
     "ts-mss1448-gro-off": replace(_LIVE_BASE, mss=1448, gro=False),
+}
+LIVE_IPV6: dict[str, LabSettings] = {
+    "v6-ts-mss1100": replace(_LIVE_BASE, ip_version=6, mss=1100),
+    "v6-bigtcp-120000": replace(_LIVE_BASE, ip_version=6, gso_max_size=120000, path_mtu=1508),
 }
 
 

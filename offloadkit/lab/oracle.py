@@ -10,7 +10,7 @@ Three capture points of the lab's router topology are used:
 whole, e.g. over a smaller MTU) and its egress GSO cuts it into segments. So
 every data packet at ``router-out`` must be one of the kit's segments of the
 ``router-in`` capture, with the same seq, payload length, flags, IP ID and IP
-total length. Packets are matched by (4-tuple, seq, IP ID): a retransmission
+total length. Packets are matched by (4-tuple, seq, IP ID, TSval): a retransmission
 reuses the seq but gets a fresh IP ID, so the key is unique, and a kit that
 splits at the wrong place or numbers IDs wrongly leaves egress packets
 unexplained. The converse is weaker on purpose: a whole super-packet may be
@@ -87,8 +87,11 @@ def arrivals(pcap, out, receiver_ip: str, poll_starts: dict | None = None) -> st
     so ``offloadkit gro --poll-gap 1ms`` ends a NAPI poll exactly there.
     """
     import struct as _st
-    from .packets import ip_to_int
-    dst = ip_to_int(receiver_ip).to_bytes(4, "big")
+    from .packets import ip_to_key
+    v6 = ":" in receiver_ip
+    dst = ip_to_key(receiver_ip) if v6 else ip_to_key(receiver_ip).to_bytes(4, "big")
+    # (ethertype, where the destination address sits, where TCP starts): IPv4 (ihl read) or IPv6
+    eth, at = (b"\x86\xdd", 38) if v6 else (b"\x08\x00", 30)
     data = open(pcap, "rb").read()
     magic = data[:4]
     if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
@@ -103,13 +106,14 @@ def arrivals(pcap, out, receiver_ip: str, poll_starts: dict | None = None) -> st
         rec = data[off:off + 16 + caplen]
         buf = rec[16:]
         off += 16 + caplen
-        if not (len(buf) >= 34 and buf[12:14] == b"\x08\x00" and buf[30:34] == dst):
+        if not (len(buf) >= at + len(dst) and buf[12:14] == eth and buf[at:at + len(dst)] == dst):
             continue
-        if poll_starts and buf[23] == 6:
-            t = 14 + (buf[14] & 0x0F) * 4
+        if poll_starts and buf[20 if v6 else 23] == 6:
+            t = 54 if v6 else 14 + (buf[14] & 0x0F) * 4
             if len(buf) >= t + 8:
                 sport, dport, seq = _st.unpack("!HHI", buf[t:t + 8])
-                key = (int.from_bytes(buf[26:30], "big"), sport, int.from_bytes(buf[30:34], "big"), dport)
+                key = ((0, sport, 0, dport) if v6 else      # the lab reader's 4-tuple (IPv6: src_ip 0)
+                       (int.from_bytes(buf[26:30], "big"), sport, int.from_bytes(buf[30:34], "big"), dport))
                 if seq in poll_starts.get(key, ()):
                     shift += 1
         if shift:
@@ -221,6 +225,13 @@ def compare_segmentation(kit_pcap, egress_pcap, sender_ip: str | None = None,
     """The kit's ``segment`` output (of the router-ingress capture) vs the router's egress."""
     kit, kit_ip_ok = read_headers(kit_pcap, "kit", sender_ip)
     eg, _ = read_headers(egress_pcap, "router-out", sender_ip)
+    return compare_segment_traces(kit, kit_ip_ok, eg, extra_fields)
+
+
+def compare_segment_traces(kit, kit_ip_ok, eg, extra_fields: tuple[str, ...] = ()) -> SegmentationReport:
+    """:func:`compare_segmentation` on Traces: the kit's segments (``kit_ip_ok``: their IP header
+    checksums verify; True for IPv6) vs the router's egress. Rows are matched by (4-tuple, seq,
+    IP ID, TSval): IPv6 has no IP ID, and a retransmission there differs only in its TSval."""
     rep = SegmentationReport(bad_ip_checksums=int((~kit_ip_ok).sum()))
     if rep.bad_ip_checksums:
         i = int(np.flatnonzero(~kit_ip_ok)[0])
@@ -231,7 +242,7 @@ def compare_segmentation(kit_pcap, egress_pcap, sender_ip: str | None = None,
     ktup, etup = _tuples(kd), _tuples(ed)
     index = {}
     for i in range(len(kd)):
-        index[(*ktup[i].tolist(), int(kd.seq[i]), int(kd.ip_id[i]))] = i
+        index[(*ktup[i].tolist(), int(kd.seq[i]), int(kd.ip_id[i]), int(kd.tsval[i]))] = i
     # kit groups: consecutive packets of one 4-tuple sharing the source packet's timestamp
     group = np.zeros(len(kd), dtype=np.int64)
     for i in range(1, len(kd)):
@@ -240,7 +251,7 @@ def compare_segmentation(kit_pcap, egress_pcap, sender_ip: str | None = None,
     seen = np.zeros(len(kd), dtype=bool)
     rep.egress_packets = len(ed)
     for j in range(len(ed)):
-        key = (*etup[j].tolist(), int(ed.seq[j]), int(ed.ip_id[j]))
+        key = (*etup[j].tolist(), int(ed.seq[j]), int(ed.ip_id[j]), int(ed.tsval[j]))
         i = index.get(key)
         if i is None:
             rep.unexplained += 1

@@ -3,13 +3,14 @@
 The lab and its oracle tests use this reader on purpose: comparing the kit's
 ``segment``/``gro`` output with the kernel's captures through a reader the kit
 did not write keeps the oracle independent. Payload lengths come from the IP
-total length (captures keep ~128 bytes of each frame).
+total length (captures keep ~128 bytes of each frame); IPv6 from the payload
+length, or from the hop-by-hop jumbo option of a BIG TCP packet (payload length 0).
 """
 from __future__ import annotations
 
 import socket
-from decimal import Decimal
 import struct
+from decimal import Decimal
 
 import numpy as np
 
@@ -17,7 +18,45 @@ from ..trace import Trace
 
 _COLS = ("time_ns", "frame", "src_ip", "dst_ip", "sport", "dport", "seq", "ack", "payload_len",
          "flags", "window", "tcp_hlen", "opt_mss", "opt_ts", "tsval", "tsecr", "ip_id", "ttl",
-         "tos", "df", "frag", "ip_hlen", "ip_len", "ip_csum", "tcp_csum", "truncated")
+         "tos", "df", "frag", "ip_hlen", "ip_len", "ip_csum", "tcp_csum", "truncated", "ip_version",
+         "src_ip6", "dst_ip6", "flow_label", "hbh_jumbo", "vni", "outer_udp_csum", "l2_bytes")
+VXLAN_PORT = 4789
+
+
+def vxlan_inner(buf: bytes):
+    """(inner Ethernet frame, VNI, outer UDP checksum) of an IPv4 VXLAN frame, or None."""
+    if len(buf) < 14 + 20 + 16 or buf[12:14] != b"\x08\x00" or buf[23] != 17:
+        return None
+    u = 14 + (buf[14] & 0x0F) * 4
+    if len(buf) < u + 16 or struct.unpack("!H", buf[u + 2:u + 4])[0] != VXLAN_PORT or not buf[u + 8] & 0x08:
+        return None
+    return buf[u + 16:], struct.unpack("!I", buf[u + 12:u + 16])[0] >> 8, struct.unpack("!H", buf[u + 6:u + 8])[0]
+IPV6_EXT = (0, 43, 60)        # hop-by-hop, routing, destination options (GSO walks these)
+
+
+def ip_to_key(addr: str):
+    """An address as the reader stores it: IPv4 as an int, IPv6 as its 16 bytes."""
+    return bytes(socket.inet_pton(socket.AF_INET6, addr)) if ":" in addr else ip_to_int(addr)
+
+
+def _ipv6(ip: bytes):
+    """(fields of an IPv6 TCP header, TCP header offset) or None: extension headers walked,
+    a BIG TCP packet's length taken from its jumbo option."""
+    if len(ip) < 40 or ip[0] >> 4 != 6:
+        return None
+    word0, plen, nh, hlim = struct.unpack("!IHBB", ip[:8])
+    off, jumbo = 40, False
+    while nh in IPV6_EXT and len(ip) >= off + 8:
+        if nh == 0 and off == 40 and ip[off + 1] == 0 and ip[off + 2] == 0xC2 and ip[off + 3] == 4:
+            jumbo = plen == 0
+            if jumbo:
+                plen = struct.unpack("!I", ip[off + 4:off + 8])[0]
+        nh, off = ip[off], off + (ip[off + 1] + 1) * 8
+    if nh != 6 or len(ip) < off + 20:
+        return None
+    return {"ip_version": 6, "tos": (word0 >> 20) & 0xFF, "flow_label": word0 & 0xFFFFF, "ttl": hlim,
+            "ip_hlen": off, "ip_len": 40 + plen, "hbh_jumbo": jumbo, "src_ip6": list(ip[8:24]),
+            "dst_ip6": list(ip[24:40]), "src_ip": 0, "dst_ip": 0, "ip_id": 0, "df": True, "frag": 0, "ip_csum": 0}, off
 
 
 def ip_to_int(addr: str) -> int:
@@ -75,13 +114,30 @@ def read_headers(path, point: str = "capture", sender_ip: str | None = None) -> 
         frame = -1
         for ts, buf in reader:
             frame += 1
-            if len(buf) < 14 + 20 or buf[12:14] != b"\x08\x00":
+            vx = vxlan_inner(buf)                      # the TCP packet inside a VXLAN frame
+            tunnel = {"vni": -1, "outer_udp_csum": -1, "l2_bytes": 14}
+            if vx is not None:
+                tunnel = {"vni": vx[1], "outer_udp_csum": vx[2], "l2_bytes": 14 + len(buf) - len(vx[0])}
+                buf = vx[0]
+            if len(buf) < 14 + 20 or buf[12:14] not in (b"\x08\x00", b"\x86\xdd"):
                 continue
             ip = buf[14:]
-            ihl = (ip[0] & 0x0F) * 4
-            if ip[0] >> 4 != 4 or ip[9] != 6 or len(ip) < ihl + 20:
-                continue
-            tot_len, ip_id, frag = struct.unpack("!HHH", ip[2:8])
+            if buf[12:14] == b"\x86\xdd":
+                v6 = _ipv6(bytes(ip))
+                if v6 is None:
+                    continue
+                hdr, ihl = v6
+                tot_len = hdr["ip_len"]
+            else:
+                ihl = (ip[0] & 0x0F) * 4
+                if ip[0] >> 4 != 4 or ip[9] != 6 or len(ip) < ihl + 20:
+                    continue
+                tot_len, ip_id, frag = struct.unpack("!HHH", ip[2:8])
+                hdr = {"ip_version": 4, "src_ip": struct.unpack("!I", ip[12:16])[0],
+                       "dst_ip": struct.unpack("!I", ip[16:20])[0], "ip_id": ip_id, "ttl": ip[8], "tos": ip[1],
+                       "df": bool(frag & 0x4000), "frag": frag & 0xBFFF, "ip_hlen": ihl, "ip_len": tot_len,
+                       "ip_csum": struct.unpack("!H", ip[10:12])[0], "flow_label": 0, "hbh_jumbo": False,
+                       "src_ip6": [0] * 16, "dst_ip6": [0] * 16}
             tcp = ip[ihl:]
             sport, dport, seq, ack, off_flags, win, tcsum = struct.unpack("!HHIIHHH", tcp[:18])
             thlen = (off_flags >> 12) * 4
@@ -90,8 +146,8 @@ def read_headers(path, point: str = "capture", sender_ip: str | None = None) -> 
             t_ns = int(ts * 10**9) if isinstance(ts, Decimal) else int(round(ts * 1e6)) * 1000
             rows["time_ns"].append(t_ns)
             rows["frame"].append(frame)
-            rows["src_ip"].append(struct.unpack("!I", ip[12:16])[0])
-            rows["dst_ip"].append(struct.unpack("!I", ip[16:20])[0])
+            for k, v in (*hdr.items(), *tunnel.items()):
+                rows[k].append(v)
             rows["sport"].append(sport)
             rows["dport"].append(dport)
             rows["seq"].append(seq)
@@ -104,28 +160,27 @@ def read_headers(path, point: str = "capture", sender_ip: str | None = None) -> 
             rows["opt_ts"].append(has_ts)
             rows["tsval"].append(tsval)
             rows["tsecr"].append(tsecr)
-            rows["ip_id"].append(ip_id)
-            rows["ttl"].append(ip[8])
-            rows["tos"].append(ip[1])
-            rows["df"].append(bool(frag & 0x4000))
-            rows["frag"].append(frag & 0xBFFF)
-            rows["ip_hlen"].append(ihl)
-            rows["ip_len"].append(tot_len)
-            rows["ip_csum"].append(struct.unpack("!H", ip[10:12])[0])
             rows["tcp_csum"].append(tcsum)
             rows["truncated"].append(14 + tot_len > len(buf))
-            ip_ok.append(inet_csum_ok(bytes(ip[:ihl])))
+            ip_ok.append(hdr["ip_version"] == 6 or inet_csum_ok(bytes(ip[:ihl])))     # IPv6: no header checksum
     n = len(rows["frame"])
     cols = {k: np.asarray(v) for k, v in rows.items()} if n else {}
     if n:
         a, b = cols["src_ip"].astype(np.uint64), cols["dst_ip"].astype(np.uint64)
+        v6 = cols["ip_version"] == 6
+        if v6.any():         # IPv6 flows keyed by the addresses' low 32 bits (lab addresses differ there)
+            a[v6] = np.frombuffer(cols["src_ip6"][v6][:, 12:].astype(np.uint8).tobytes(), ">u4")
+            b[v6] = np.frombuffer(cols["dst_ip6"][v6][:, 12:].astype(np.uint8).tobytes(), ">u4")
         pa, pb = cols["sport"].astype(np.uint64), cols["dport"].astype(np.uint64)
         lo = np.where((a << 16 | pa) <= (b << 16 | pb), (a << 16) | pa, (b << 16) | pb)
         hi = np.where((a << 16 | pa) <= (b << 16 | pb), (b << 16) | pb, (a << 16) | pa)
         keys = list(zip(lo.tolist(), hi.tolist()))
         ids: dict = {}
         flow = np.array([ids.setdefault(k, len(ids)) for k in keys], dtype=np.int32)
-        if sender_ip is not None:
+        if sender_ip is not None and ":" in sender_ip:
+            me = np.frombuffer(ip_to_key(sender_ip), np.uint8)
+            direction = (~(cols["src_ip6"] == me).all(axis=1)).astype(np.uint8)
+        elif sender_ip is not None:
             direction = (cols["src_ip"] != ip_to_int(sender_ip)).astype(np.uint8)
         else:
             client: dict = {}

@@ -145,6 +145,12 @@ def run_lab(settings: LabSettings, capture_dir: str | os.PathLike | None = None,
                 topo.destroy()
 
 
+def _filter(settings: LabSettings) -> str:
+    """tcpdump's filter: IPv4; or IPv6 without neighbour discovery and MLD (their late packets make
+    tcpdump's counters race) -- not "ip6 and tcp", which misses BIG TCP packets (next header: HBH)."""
+    return "ip6 and not icmp6 and not ip6 multicast" if settings.ip_version == 6 else "ip"
+
+
 def _start_captures(settings: LabSettings, topo: Topology, procs: _Procs, out_dir: Path):
     captures, errfiles, dumps = {}, {}, {}
     for point in settings.captures:
@@ -153,7 +159,7 @@ def _start_captures(settings: LabSettings, topo: Topology, procs: _Procs, out_di
         err = out_dir / f".{point}.tcpdump.err"
         errfiles[point] = err
         cmd = ["ip", "netns", "exec", i.ns, "tcpdump", "-i", i.name, "-n", "-s", str(settings.snaplen),
-               "-B", "8192", "-Z", "root", "-w", str(path), "ip"]
+               "-B", "8192", "-Z", "root", "-w", str(path), _filter(settings)]
         with open(err, "w") as ef:
             dumps[point] = procs.start(cmd, stdout=subprocess.DEVNULL, stderr=ef)
         captures[point] = str(path)

@@ -1,7 +1,8 @@
 """Lab topologies in network namespaces: sender -> receiver, or sender -> router -> receiver.
 
 Each link is a veth pair created directly inside its two namespaces (nothing
-ever appears in the host's namespace). Addresses come from 198.18.0.0/15.
+ever appears in the host's namespace). Addresses come from 198.18.0.0/15
+(``ip_version=6``: 2001:2::/48; ``gso_max_size``: BIG TCP on the sender).
 Knobs: per-link MTU, ``ethtool -K`` offloads per interface, a ``tbf`` rate and
 ``netem`` delay/loss on the bottleneck egress, an iptables TCPMSS clamp on the
 router, TCP timestamps in the end hosts, GRO batching in sysfs.
@@ -24,8 +25,12 @@ from ..units import parse_size
 from . import safety
 
 SENDER_NET, RECEIVER_NET = "198.18.1", "198.18.2"
+SENDER_NET6, RECEIVER_NET6 = "2001:2:1:", "2001:2:2:"     # the benchmarking range 2001:2::/48
+TUNNEL_NET, VXLAN_PORT, VXLAN_VNI = "198.19.0", 4789, 42     # inner addresses of the VXLAN overlay
+VXLAN_OVERHEAD = 50                                          # outer Ethernet + IPv4 + UDP + VXLAN
 IPERF_PORT = 5201
 IPV4_TCP_HDR = 40
+IPV6_TCP_HDR = 60
 
 
 def _check_tc_word(name: str, value: str | None, pattern: str, example: str) -> None:
@@ -60,6 +65,10 @@ class LabSettings:
     gro_flush_timeout_ns: int = 0     # receiver sysfs, batches NAPI polls
     napi_defer_hard_irqs: int = 0     # receiver sysfs
     iperf_timeout_s: float = 60.0
+    ip_version: int = 4               # 4, or 6 (addresses in 2001:2::/48)
+    gso_max_size: int | None = None   # BIG TCP: the sender's gso_max_size (IPv6) / gso_ipv4_max_size (IPv4)
+    tunnel: str | None = None         # "vxlan": TCP runs over a VXLAN overlay between sender and receiver
+    tunnel_csum: bool = False         # VXLAN udpcsum: outer UDP checksums (SKB_GSO_UDP_TUNNEL_CSUM)
     extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -70,9 +79,19 @@ class LabSettings:
             v = getattr(self, name)
             if v is not None and not 576 <= v <= 65535:
                 raise ValueError(f"{name} {v} is out of range: an IPv4 link MTU is 576..65535")
-        if self.mss is not None and not 88 <= self.mss <= self.mtu - IPV4_TCP_HDR:
-            raise ValueError(f"MSS {self.mss} does not fit: iperf3 -M takes 88..{self.mtu - IPV4_TCP_HDR} "
-                             f"with MTU {self.mtu} (IPv4 20 + TCP 20 leave {self.mtu - IPV4_TCP_HDR})")
+        if self.ip_version not in (4, 6):
+            raise ValueError(f"ip_version {self.ip_version}: choose 4 or 6")
+        if self.gso_max_size is not None and not 65536 <= self.gso_max_size <= 524280:
+            raise ValueError(f"gso_max_size {self.gso_max_size} is out of range: BIG TCP takes 65536..524280")
+        if self.tunnel not in (None, "vxlan") or (self.tunnel and (self.ip_version != 4
+                                                                    or self.topology != "router")):
+            raise ValueError(f"tunnel {self.tunnel!r}: the lab has 'vxlan' over IPv4, with the router topology")
+        if self.ip_version == 6 and (self.clamp or self.loss):
+            raise ValueError("clamp and loss use iptables rules for IPv4 only: drop them with ip_version 6")
+        hdr = self.ip_tcp_hdr
+        if self.mss is not None and not 88 <= self.mss <= self.mtu - hdr:
+            raise ValueError(f"MSS {self.mss} does not fit: iperf3 -M takes 88..{self.mtu - hdr} "
+                             f"with MTU {self.mtu} (IPv{self.ip_version} + TCP 20 leave {self.mtu - hdr})")
         if self.clamp is not None and not 88 <= self.clamp <= 65495:
             raise ValueError(f"clamp {self.clamp} is out of range: TCPMSS --set-mss takes 88..65495")
         if self.topology == "direct" and (self.clamp or self.path_mtu):
@@ -96,6 +115,11 @@ class LabSettings:
             raise ValueError(f"snaplen {self.snaplen} cuts TCP headers: use at least 96")
 
     @property
+    def ip_tcp_hdr(self) -> int:
+        """IP + TCP header bytes without options (40 for IPv4, 60 for IPv6)."""
+        return IPV6_TCP_HDR if self.ip_version == 6 else IPV4_TCP_HDR
+
+    @property
     def points(self) -> tuple[str, ...]:
         """Capture points of the topology, in path order."""
         return ("snd", "router-in", "router-out", "rcv") if self.topology == "router" else ("snd", "rcv")
@@ -103,12 +127,14 @@ class LabSettings:
     def expected_payload(self) -> int:
         """The full-segment payload (gso_size) TCP should pick for these settings.
 
-        min(MTU on the path, the MSS clamps) minus IPv4+TCP headers minus the
+        min(MTU on the path, the MSS clamps) minus IP+TCP headers minus the
         12 bytes of the timestamp option (the iperf3 -M value is a TCP_MAXSEG,
         which excludes options just like the SYN's MSS).
         """
         opts = 12 if self.timestamps else 0
-        mss = min(self.mtu, self.path_mtu or self.mtu) - IPV4_TCP_HDR
+        mss = min(self.mtu, self.path_mtu or self.mtu) - self.ip_tcp_hdr
+        if self.tunnel:                   # the VXLAN device's MTU: the link's minus the encapsulation
+            mss = self.mtu - VXLAN_OVERHEAD - self.ip_tcp_hdr
         for cap in (self.mss, self.clamp):
             if cap:
                 mss = min(mss, cap)
@@ -138,26 +164,29 @@ class Topology:
         roles = ("snd", "rtr", "rcv") if settings.topology == "router" else ("snd", "rcv")
         self.ns = {r: safety.ns_name(tag, r) for r in roles}
         self.created: list[str] = []
+        snd_net, rcv_net = (SENDER_NET6 + ":", RECEIVER_NET6 + ":") if settings.ip_version == 6 else \
+            (SENDER_NET + ".", RECEIVER_NET + ".")
         if settings.topology == "router":
             self.ifaces = {
-                "snd": Iface(self.ns["snd"], "oklsnd0", f"{SENDER_NET}.1"),
-                "router-in": Iface(self.ns["rtr"], "oklrin0", f"{SENDER_NET}.2"),
-                "router-out": Iface(self.ns["rtr"], "oklrout0", f"{RECEIVER_NET}.1"),
-                "rcv": Iface(self.ns["rcv"], "oklrcv0", f"{RECEIVER_NET}.2"),
+                "snd": Iface(self.ns["snd"], "oklsnd0", f"{snd_net}1"),
+                "router-in": Iface(self.ns["rtr"], "oklrin0", f"{snd_net}2"),
+                "router-out": Iface(self.ns["rtr"], "oklrout0", f"{rcv_net}1"),
+                "rcv": Iface(self.ns["rcv"], "oklrcv0", f"{rcv_net}2"),
             }
         else:
             self.ifaces = {
-                "snd": Iface(self.ns["snd"], "oklsnd0", f"{SENDER_NET}.1"),
-                "rcv": Iface(self.ns["rcv"], "oklrcv0", f"{SENDER_NET}.2"),
+                "snd": Iface(self.ns["snd"], "oklsnd0", f"{snd_net}1"),
+                "rcv": Iface(self.ns["rcv"], "oklrcv0", f"{snd_net}2"),
             }
 
     @property
     def sender_ip(self) -> str:
-        return self.ifaces["snd"].addr
+        """The TCP sender's address (inside the overlay when there is a tunnel)."""
+        return f"{TUNNEL_NET}.1" if self.s.tunnel else self.ifaces["snd"].addr
 
     @property
     def receiver_ip(self) -> str:
-        return self.ifaces["rcv"].addr
+        return f"{TUNNEL_NET}.2" if self.s.tunnel else self.ifaces["rcv"].addr
 
     # -- command helpers -------------------------------------------------
     def sh(self, cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:
@@ -178,14 +207,23 @@ class Topology:
             self.sh(["ip", "netns", "add", ns])
             self.created.append(ns)
             self.sh(["ip", "-n", ns, "link", "set", "lo", "up"])
+            if s.ip_version == 6:
+                # no DAD on the link-local addresses either: while they are tentative, neighbour
+                # discovery cannot run, the first SYN is lost (1 s retry) and TCP starts at cwnd 1
+                self.nsx(ns, ["sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0"])
         if s.topology == "router":
             self._veth("snd", "router-in", s.mtu, s.mtu)
             # the narrow hop is the router's egress only: the receiver keeps the full MTU and
             # advertises it, so without a clamp the sender must learn the hop by PMTU discovery
             self._veth("router-out", "rcv", s.path_mtu or s.mtu, s.mtu)
-            self.nsx(self.ns["rtr"], ["sysctl", "-qw", "net.ipv4.ip_forward=1"])
-            self.sh(["ip", "-n", self.ns["snd"], "route", "add", "default", "via", self.ifaces["router-in"].addr])
-            self.sh(["ip", "-n", self.ns["rcv"], "route", "add", "default", "via", self.ifaces["router-out"].addr])
+            v6 = s.ip_version == 6
+            self.nsx(self.ns["rtr"], ["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1" if v6
+                                      else "net.ipv4.ip_forward=1"])
+            fam = ["-6"] if v6 else []
+            self.sh(["ip", "-n", self.ns["snd"], *fam, "route", "add", "default", "via",
+                     self.ifaces["router-in"].addr])
+            self.sh(["ip", "-n", self.ns["rcv"], *fam, "route", "add", "default", "via",
+                     self.ifaces["router-out"].addr])
         else:
             self._veth("snd", "rcv", s.mtu, s.mtu)
         for role in ("snd", "rcv"):
@@ -195,23 +233,50 @@ class Topology:
         self._ethtool("rcv", rx=onoff(s.rx_csum), gro=onoff(s.gro))
         if s.topology == "router":
             self._ethtool("router-out", tso=onoff(s.router_tso), gso=onoff(s.router_gso))
+            if s.tunnel:                  # software tunnel GSO at the router's egress too
+                out = self.ifaces["router-out"]
+                self.nsx(out.ns, ["ethtool", "-K", out.name, "tx-udp_tnl-segmentation", onoff(s.router_tso),
+                                  "tx-udp_tnl-csum-segmentation", onoff(s.router_tso)])
             if s.clamp:
                 self.nsx(self.ns["rtr"], ["iptables", "-t", "mangle", "-A", "FORWARD", "-p", "tcp",
                                           "--tcp-flags", "SYN,RST", "SYN", "-j", "TCPMSS",
                                           "--set-mss", str(s.clamp)])
+        if s.gso_max_size:
+            knob = "gso_max_size" if s.ip_version == 6 else "gso_ipv4_max_size"
+            snd = self.ifaces["snd"]
+            self.sh(["ip", "-n", snd.ns, "link", "set", "dev", snd.name, knob, str(s.gso_max_size)])
         if s.gro_flush_timeout_ns or s.napi_defer_hard_irqs:
             rcv = self.ifaces["rcv"]
             for knob, v in (("gro_flush_timeout", s.gro_flush_timeout_ns),
                             ("napi_defer_hard_irqs", s.napi_defer_hard_irqs)):
                 self.nsx(rcv.ns, ["sh", "-c", f"echo {int(v)} > /sys/class/net/{rcv.name}/{knob}"])
         self._shape()
+        if s.tunnel:
+            self._vxlan()
+
+    def _vxlan(self) -> None:
+        """A VXLAN device in the sender and the receiver, over the routed underlay."""
+        ends = (("snd", self.ifaces["snd"], self.ifaces["rcv"].addr, f"{TUNNEL_NET}.1"),
+                ("rcv", self.ifaces["rcv"], self.ifaces["snd"].addr, f"{TUNNEL_NET}.2"))
+        for role, under, remote, inner in ends:
+            ns = self.ns[role]
+            self.sh(["ip", "-n", ns, "link", "add", "oklvx0", "mtu", str(self.s.mtu - VXLAN_OVERHEAD), "type",
+                     "vxlan", "id", str(VXLAN_VNI), "local", under.addr, "remote", remote, "dev", under.name,
+                     "dstport", str(VXLAN_PORT), "udpcsum" if self.s.tunnel_csum else "noudpcsum"])
+            # no IPv6 on the overlay: its late MLD reports would make tcpdump's counters race
+            self.nsx(ns, ["sysctl", "-qw", "net.ipv6.conf.oklvx0.disable_ipv6=1"])
+            self.sh(["ip", "-n", ns, "addr", "add", f"{inner}/24", "dev", "oklvx0"])
+            self.sh(["ip", "-n", ns, "link", "set", "oklvx0", "up"])
 
     def _veth(self, a: str, b: str, mtu_a: int, mtu_b: int) -> None:
         ia, ib = self.ifaces[a], self.ifaces[b]
         self.sh(["ip", "link", "add", ia.name, "netns", ia.ns, "mtu", str(mtu_a), "type", "veth",
                  "peer", "name", ib.name, "netns", ib.ns, "mtu", str(mtu_b)])
         for i in (ia, ib):
-            self.sh(["ip", "-n", i.ns, "addr", "add", f"{i.addr}/24", "dev", i.name])
+            if self.s.ip_version == 6:        # nodad: the address is usable at once
+                self.sh(["ip", "-n", i.ns, "addr", "add", f"{i.addr}/64", "dev", i.name, "nodad"])
+            else:
+                self.sh(["ip", "-n", i.ns, "addr", "add", f"{i.addr}/24", "dev", i.name])
             self.sh(["ip", "-n", i.ns, "link", "set", i.name, "up"])
 
     def _ethtool(self, point: str, **features: str) -> None:

@@ -30,6 +30,7 @@ MAX_ORIG_LEN = 1 << 24        # larger "original lengths" are corrupt records (B
 MAX_IP_HLEN = 255             # the Trace's ip_hlen column is one byte
 IPV6_EXT_WALKED = (0, 43, 60)  # hop-by-hop, routing, destination options (ipv6_gso_pull_exthdrs)
 IPV6_FRAGMENT = 44
+IPV6_TLV_JUMBO = 0xC2
 MAX_IPV6_EXT = 8
 
 
@@ -206,6 +207,8 @@ def _ipv6(buf, off, lay, row):
     if zero:
         plen6 = max(lay.orig_len - off - 40, 0)
     l4 = off + 40
+    jumbo = (zero and nh == 0 and n >= off + 48 and buf[off + 41] == 0 and buf[off + 42] == IPV6_TLV_JUMBO
+             and buf[off + 43] == 4)      # BIG TCP: the hop-by-hop jumbo header (RFC 2675)
     for _ in range(MAX_IPV6_EXT):
         if nh in IPV6_EXT_WALKED:
             if n < l4 + 2:
@@ -231,7 +234,8 @@ def _ipv6(buf, off, lay, row):
         return "IPv6 extension headers longer than 215 bytes"
     src, dst = buf[off + 8:off + 24], buf[off + 24:off + 40]
     row.update(ip_version=6, src_ip6=list(src), dst_ip6=list(dst), ttl=buf[off + 7],
-               tos=(_be16(buf, off) >> 4) & 0xFF, df=True, ip_hlen=40 + ext, ip_len=40 + plen6)
+               tos=(_be16(buf, off) >> 4) & 0xFF, df=True, ip_hlen=40 + ext, ip_len=40 + plen6,
+               flow_label=struct.unpack_from("!I", buf, off)[0] & 0xFFFFF, hbh_jumbo=jumbo)
     lay.ip, lay.ver, lay.ihl, lay.ip_len_zero = off, 6, 40 + ext, zero
     if ext:
         lay.ext6 = (off + 40, l4)

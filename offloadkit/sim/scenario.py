@@ -15,10 +15,12 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..codes import DROP_GSO_EINVAL, DROP_GSO_EPROTONOSUPPORT, ENC_MPLS, ENC_PPPOE, ENC_VLAN, ENC_VXLAN
 from ..engine.checksum import RX_CSUM_MODES
 from ..engine.path import encap_overhead_bytes
-from ..engine.segment import NIC_MODELS, TCP_MIN_SND_MSS, tcp_options_bytes
+from ..engine.segment import NIC_MODELS, TCP_MIN_SND_MSS, check_mss_fits, tcp_options_bytes
 
 ETH_HLEN = 14
 IP_HLEN = 20
@@ -34,6 +36,26 @@ def _check_int(name: str, value, lo: int, hi: int | None = None, hint: str = "")
     if value < lo or (hi is not None and value > hi):
         rng = f"at least {lo}" if hi is None else f"between {lo} and {hi}"
         raise ValueError(f"{name} {value} must be {rng}{hint}")
+
+
+def _check_bools(obj) -> None:
+    """Every field declared ``bool`` holds True or False (not 'yes', not 1)."""
+    for f in dataclasses.fields(obj):
+        if f.type in ("bool", bool) and not isinstance(getattr(obj, f.name), (bool, np.bool_)):
+            raise ValueError(f"{type(obj).__name__.lower()} {f.name} must be True or False, "
+                             f"not {getattr(obj, f.name)!r}")
+
+
+def tso_requires_tx_csum(tso: bool, tx_csum: bool) -> bool:
+    """TSO as the kernel runs it: off without TX checksum offload (netdev_fix_features, "Dropping TSO
+    features since no CSUM feature"); software GSO then segments instead."""
+    return bool(tso) and bool(tx_csum)
+
+
+def rx_csum_mode(csum_offload: bool) -> str:
+    """The receive checksum state of a NIC with RX checksum offload on ("unnecessary": the NIC verified
+    it, CHECKSUM_UNNECESSARY) or off ("none": the stack verifies it, CHECKSUM_NONE)."""
+    return "unnecessary" if csum_offload else "none"
 
 
 # -- the parts --------------------------------------------------------------
@@ -91,6 +113,7 @@ class Tcp:
     ofo_quickack: bool = False
 
     def __post_init__(self):
+        _check_bools(self)
         if self.cc not in CC_NAMES:
             raise ValueError(f"congestion control {self.cc!r} is not modelled; choose one of {', '.join(CC_NAMES)}")
         if self.mss is not None:
@@ -138,7 +161,8 @@ class Nic:
     def __post_init__(self):
         if self.model not in NIC_MODELS:
             raise ValueError(f"unknown NIC model {self.model!r}; choose one of {', '.join(NIC_MODELS)}")
-        if self.tso and not self.tx_csum:
+        _check_bools(self)
+        if self.tso != tso_requires_tx_csum(self.tso, self.tx_csum):
             raise ValueError("TSO needs TX checksum offload (the kernel turns TSO off without it): "
                              "set tso=False or tx_csum=True")
         _check_int("NIC MTU", self.mtu, 68, 65535)
@@ -197,6 +221,10 @@ class Hop:
         if self.queue_bytes is not None:
             _check_int(f"hop {self.name}: queue", self.queue_bytes, 1600, 10**10,
                        " bytes (at least one full-size frame)")
+        _check_bools(self)
+        if isinstance(self.loss, bool) or not isinstance(self.loss, (int, float)):
+            raise ValueError(f"hop {self.name}: loss must be a number (a probability, e.g. 0.001), "
+                             f"not {self.loss!r}")
         if not 0.0 <= float(self.loss) < 1.0:
             raise ValueError(f"hop {self.name}: loss {self.loss} must be a probability in [0, 1), e.g. 0.001")
         _check_int(f"hop {self.name}: MPLS labels", self.mpls_labels, 1, 16)
@@ -242,11 +270,36 @@ class Receiver:
     gro_max_size: int = 65536
 
     def __post_init__(self):
+        _check_bools(self)
         if self.rx_csum not in RX_CSUM_NAMES:
             raise ValueError(f"RX checksum state {self.rx_csum!r}: use one of {', '.join(RX_CSUM_NAMES)}")
         _check_int("NAPI budget", self.napi_budget, 1, 4096, " packets per poll (Linux uses 64)")
         _check_int("NAPI delay", self.napi_delay_ns, 0, 100_000_000, " ns")
         _check_int("gro_max_size", self.gro_max_size, 1500, 512 * 1024, " bytes (Linux default 65536)")
+
+
+@dataclass(frozen=True)
+class Flow:
+    """How one flow differs from the scenario's defaults (``Scenario.per_flow``), as ns-3 lets flows differ.
+
+    ``bytes``: this flow's transfer (None: ``bytes_per_flow``); ``start_ns``:
+    when it starts; ``extra_rtt_ns``: RTT on top of the path's (an access
+    link's delay, added to the flow's ACK path); ``cc``: its congestion control
+    (None: ``tcp.cc``).
+    """
+
+    bytes: int | None = None
+    start_ns: int = 0
+    extra_rtt_ns: int = 0
+    cc: str | None = None
+
+    def __post_init__(self):
+        if self.bytes is not None:
+            _check_int("flow bytes", self.bytes, 1, 10**13)
+        _check_int("flow start", self.start_ns, 0, 3600 * 10**9, " ns")
+        _check_int("flow extra RTT", self.extra_rtt_ns, 0, 10**11, " ns")
+        if self.cc is not None and self.cc not in CC_NAMES:
+            raise ValueError(f"flow congestion control {self.cc!r}: choose one of {', '.join(CC_NAMES)}")
 
 
 @dataclass(frozen=True)
@@ -256,8 +309,31 @@ class Scenario:
     Give ``bytes_per_flow`` (a finite transfer, run to completion) and/or
     ``duration_ns`` (simulated time). Capture-point names can follow a
     report (``sender_point="guest"``, ``wire_point="macvtap"``, ...).
-    ``trace_limit``: packets recorded per capture point (the first ones);
-    statistics always cover the whole run.
+
+    Parameters
+    ----------
+    tcp : Tcp
+        The TCP sender and receiver (MSS, timestamps, the kernel's loss-recovery rules).
+    nic : Nic
+        The sender's NIC: TSO, GSO, TX checksum offload, MTU, rate.
+    path : tuple of Hop
+        The links in order; at least one (the bottleneck).
+    receiver : Receiver
+        GRO and receive checksum offload at the receiver.
+    flows : int
+        Concurrent flows (1-64).
+    bytes_per_flow, duration_ns : int or None
+        How much each flow sends, or for how long (simulated nanoseconds).
+    seed : int
+        Seed of the random numbers (initial sequence numbers, timestamps, random loss).
+    sender_point, wire_point, receiver_point : str
+        Names of the capture points.
+    trace_limit : int
+        Packets recorded per capture point (the first ones); statistics always cover the whole run.
+    sample_ns : int or None
+        Interval of the cwnd/delivery time series (None: about 1000 samples over the run).
+    per_flow : tuple of Flow
+        One :class:`Flow` per flow when flows differ (size, start, RTT, congestion control).
     """
 
     tcp: Tcp = field(default_factory=Tcp)
@@ -273,6 +349,7 @@ class Scenario:
     receiver_point: str = "receiver"
     trace_limit: int = 20_000
     sample_ns: int | None = None
+    per_flow: tuple[Flow, ...] = ()
 
     def __post_init__(self):
         path = (self.path,) if isinstance(self.path, Hop) else tuple(self.path)
@@ -286,10 +363,14 @@ class Scenario:
             if not isinstance(h, Hop):
                 raise ValueError(f"path entries must be Hop objects, not {type(h).__name__}")
         _check_int("flows", self.flows, 1, 64)
-        if self.bytes_per_flow is None and self.duration_ns is None:
-            raise ValueError("say how much to send: bytes_per_flow (e.g. 10_000_000) or duration_ns")
+        object.__setattr__(self, "per_flow", tuple(self.per_flow))
+        if self.per_flow and (len(self.per_flow) != self.flows
+                              or not all(isinstance(f, Flow) for f in self.per_flow)):
+            raise ValueError(f"per_flow: give one Flow per flow ({self.flows}), not {len(self.per_flow)} entries")
         if self.bytes_per_flow is not None:
             _check_int("bytes per flow", self.bytes_per_flow, 1, 10**13)
+        if None in self.flow_bytes and self.duration_ns is None:
+            raise ValueError("say how much to send: bytes_per_flow (e.g. 10_000_000) or duration_ns")
         if self.duration_ns is not None:
             _check_int("duration", self.duration_ns, 1000, 3600 * 10**9, " ns (at most one hour)")
         _check_int("seed", self.seed, 0, 2**63 - 1)
@@ -301,15 +382,18 @@ class Scenario:
             raise ValueError(f"capture point names must differ: {names}")
         # MSS: given, or from the NIC MTU and the clamp; it must fit in the NIC MTU.
         opts = self.tcp.options_bytes
-        room = self.nic.mtu - IP_HLEN - TCP_HLEN - opts
-        if self.tcp.mss is not None and self.tcp.mss > room:
-            raise ValueError(f"MSS {self.tcp.mss} does not fit in MTU {self.nic.mtu}: IPv4 ({IP_HLEN}) + "
-                             f"TCP ({TCP_HLEN}) + options ({opts}) leave {room}")
+        if self.tcp.mss is not None:
+            check_mss_fits(self.tcp.mss, self.nic.mtu, timestamps=self.tcp.timestamps, ip_hlen=IP_HLEN)
         units = self.flows * (self.tcp.rwnd_bytes // max(self.mss_bytes, 1))
         if units > 4_000_000:
             raise ValueError(f"{self.flows} flow(s) x a {self.tcp.rwnd_bytes}-byte receive window of "
                              f"{self.mss_bytes}-byte segments is {units} segments in flight: too many to "
                              f"simulate; lower rwnd_bytes or flows, or raise the MSS")
+        for h in self.path:
+            frame = min(self.nic.mtu, h.ip_mtu_bytes) + h.frame_overhead_bytes
+            if h.queue_bytes is not None and h.queue_bytes < frame:
+                raise ValueError(f"hop {h.name}: a {h.queue_bytes}-byte queue cannot hold one {frame}-byte "
+                                 f"frame (every packet would be dropped); give at least {frame} bytes")
         if self.mss_bytes < 8:
             raise ValueError(f"MTU {self.nic.mtu} leaves {self.mss_bytes} payload bytes per segment; "
                              f"use an MTU of at least {IP_HLEN + TCP_HLEN + opts + 48}")
@@ -323,6 +407,17 @@ class Scenario:
         if self.tcp.mss_clamp is not None:
             mss = min(mss, self.tcp.mss_clamp)
         return max(mss, TCP_MIN_SND_MSS) - self.tcp.options_bytes
+
+    @property
+    def flow_bytes(self) -> tuple[int | None, ...]:
+        """Bytes each flow sends (None: until the duration ends)."""
+        return tuple(self.flow(i).bytes for i in range(self.flows))
+
+    def flow(self, i: int) -> Flow:
+        """Flow ``i`` with the scenario's defaults filled in."""
+        f = self.per_flow[i] if self.per_flow else Flow()
+        return Flow(bytes=f.bytes if f.bytes is not None else self.bytes_per_flow, start_ns=f.start_ns,
+                    extra_rtt_ns=f.extra_rtt_ns, cc=f.cc or self.tcp.cc)
 
     @property
     def point_names(self) -> tuple[str, ...]:
@@ -350,13 +445,16 @@ class Scenario:
                seed: int = 1, queue_packets: int | None = None, icmp: bool = False, **scenario) -> "Scenario":
         """One bottleneck hop of ``rate_bps`` and ``rtt_ns``; the NIC runs at max(rate, 1 Gbit/s).
 
-        The default queue holds one bandwidth-delay product (at least 100 packets).
+        The default queue holds one bandwidth-delay product (at least 100 packets), capped at what
+        the flows' receive windows can put in flight (a bigger queue never fills).
         """
         if queue_packets is None:
             bdp_pkts = rate_bps * rtt_ns // 8 // 10**9 // max(mtu, 576)
-            queue_packets = int(max(100, bdp_pkts))
-        hop = Hop("path", rate_bps=rate_bps, delay_ns=rtt_ns // 2, mtu=path_mtu or mtu, loss=loss,
-                  queue_packets=queue_packets, icmp=icmp)
+            payload = mss or min(mtu, path_mtu or mtu) - IP_HLEN - TCP_HLEN - tcp_options_bytes(True)
+            in_flight = flows * Tcp().rwnd_bytes // max(payload, 8) + 64
+            queue_packets = int(max(100, min(bdp_pkts, in_flight)))
+        hop = Hop("path", rate_bps=rate_bps, delay_ns=rtt_ns // 2, mtu=mtu if path_mtu is None else path_mtu,
+                  loss=loss, queue_packets=queue_packets, icmp=icmp)
         return cls(tcp=Tcp(mss=mss, cc=cc), nic=Nic(model=nic, tso=tso, gso=tso if gso is None else gso,
                                                      mtu=mtu, rate_bps=max(rate_bps, 1_000_000_000)),
                    path=(hop,), receiver=Receiver(gro=gro), flows=flows, bytes_per_flow=bytes_per_flow,

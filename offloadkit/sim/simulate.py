@@ -17,20 +17,24 @@ the ACKs) is kept in ``Result.loop_receiver`` for comparison.
 """
 from __future__ import annotations
 
+import warnings as _warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import codes
+from ..engine import csum_math
 from ..engine import tcp as K
-from ..engine.segment import NIC_MODELS
-from .scenario import Scenario
+from ..engine.gro import GroParams, gro
+from .pack import pack
+from .scenario import Hop, Scenario
 from ..trace import MAX_SACK_BLOCKS, Trace
 
 SENDER_IP = 0xC6120001      # 198.18.0.1
 RECEIVER_IP = 0xC6130001    # 198.19.0.1
 DPORT = 5201
 DATA_WINDOW = 502
+OVERFLOW_NAMES = {1: "event heap", 2: "packet pool", 4: "ACK pool", 8: "receive queue", 16: "event limit"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,6 +90,11 @@ class Result:
     loop_receiver: Trace = field(repr=False, default=None)
     retransmission: np.ndarray = field(repr=False, default=None)   # per trace row: a retransmitted packet
     warnings: tuple = ()
+
+    @property
+    def partial(self) -> bool:
+        """True when the run stopped early or lost packets to a full pool: its numbers are incomplete."""
+        return any(w.startswith("PARTIAL") for w in self.warnings)
 
     # -- views ------------------------------------------------------------
     def at(self, point: str) -> Trace:
@@ -147,101 +156,14 @@ class Result:
                       "dropped_bytes": h.dropped_bytes, "in_transit_bytes": h.in_transit_bytes}
                      for h in self.hops],
             "segment_sizes": {p: {str(k): v for k, v in self.segment_sizes(p).items()} for p in self.points},
+            "partial": self.partial,
             "warnings": list(self.warnings),
         }
 
 
-# -- packing the scenario -----------------------------------------------------
-
-def _params(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    tcp, nic, rx = sc.tcp, sc.nic, sc.receiver
-    nh = len(sc.path)
-    mss = sc.mss_bytes
-    thl = tcp.tcp_hlen
-    min_hop_ip_mtu = min(h.mtu - h.encap_overhead_bytes for h in sc.path)
-    mss_min = max(8, min(mss, min_hop_ip_mtu - 20 - thl)) if any(h.icmp for h in sc.path) else mss
-    qtot = sum(h.queue_packets or (h.queue_bytes // 54 + 2) for h in sc.path)
-    qcap = max((h.queue_packets or (h.queue_bytes // 54 + 2)) for h in sc.path) + 2
-    z = K.sizes(sc.flows, mss_min, tcp.rwnd_bytes, qtot, qcap, rx.napi_budget)
-    end = sc.duration_ns if sc.duration_ns is not None else 3600 * 10**9
-    if sc.sample_ns is not None:
-        sample = sc.sample_ns
-    elif sc.duration_ns is not None:
-        sample = max(sc.duration_ns // 1000, 1000)
-    else:
-        est = 8 * sc.flows * sc.bytes_per_flow * 10**9 // max(sc.bottleneck_bps, 1) + 4 * sc.base_rtt_ns
-        sample = max(est // 1000, 10_000)
-    P = np.zeros(K.P_LEN, np.int64)
-    P[K.P_FLOWS] = sc.flows
-    P[K.P_TOTAL] = sc.bytes_per_flow if sc.bytes_per_flow is not None else -1
-    P[K.P_END_NS] = end
-    P[K.P_MSS] = mss
-    P[K.P_THL] = thl
-    P[K.P_TS] = tcp.timestamps
-    P[K.P_SACK] = tcp.sack
-    P[K.P_CC] = K.CC_CUBIC if tcp.cc == "cubic" else K.CC_NEWRENO
-    P[K.P_IW] = tcp.initial_cwnd
-    P[K.P_MIN_RTO] = tcp.min_rto_ns
-    P[K.P_MAX_RTO] = tcp.max_rto_ns
-    P[K.P_TLP] = tcp.tlp
-    P[K.P_DELACK] = tcp.delayed_ack
-    P[K.P_DELACK_NS] = tcp.delack_ns
-    P[K.P_QUICK] = tcp.quickacks
-    P[K.P_RWND] = tcp.rwnd_bytes
-    P[K.P_TSO] = nic.tso
-    P[K.P_GSO] = nic.gso
-    P[K.P_NIC] = NIC_MODELS[nic.model][0]
-    P[K.P_NIC_RATE] = nic.rate_bps
-    P[K.P_GSO_MAX_SIZE] = nic.gso_max_size
-    P[K.P_GSO_MAX_SEGS] = nic.gso_max_segs
-    P[K.P_GRO] = K.GRO_MODE_LRO if rx.lro else (K.GRO_MODE_GRO if rx.gro else K.GRO_MODE_OFF)
-    P[K.P_BUDGET] = rx.napi_budget
-    P[K.P_NAPI_DELAY] = rx.napi_delay_ns
-    P[K.P_GRO_MAX] = rx.gro_max_size
-    P[K.P_REC_LIMIT] = sc.trace_limit
-    P[K.P_SAMPLE_NS] = sample
-    P[K.P_UCAP] = z["ucap"]
-    P[K.P_OCAP] = z["ocap"]
-    P[K.P_REV_DELAY] = sum(h.delay_ns for h in sc.path)
-    P[K.P_PSH_GSO] = tcp.psh_on_gso
-    P[K.P_NHOPS] = nh
-    P[K.P_NPOINTS] = nh + 3
-    P[K.P_PKCAP] = z["pkcap"]
-    P[K.P_AKCAP] = z["akcap"]
-    P[K.P_HCAP] = z["hcap"]
-    P[K.P_RXCAP] = z["rxcap"]
-    P[K.P_QCAP] = z["qcap"]
-    P[K.P_BASE_RTT] = sc.base_rtt_ns
-    P[K.P_MAX_EVENTS] = 2_000_000_000
-    P[K.P_SEED] = sc.seed
-    P[K.P_RTX_TSO] = tcp.tso_retransmits
-    P[K.P_REO_TIMER] = tcp.rack_reo_timer
-    P[K.P_PRR_UNA] = tcp.prr_ss_una
-    P[K.P_RACK_TIME] = tcp.rack_time_based
-    P[K.P_FACK] = tcp.fack
-    P[K.P_OFO_QUICK] = tcp.ofo_quickack
-    HP = np.zeros((nh, K.HP_LEN), np.int64)
-    HL = np.zeros(nh, np.float64)
-    for i, h in enumerate(sc.path):
-        HP[i, K.HP_RATE] = h.rate_bps
-        HP[i, K.HP_DELAY] = h.delay_ns
-        HP[i, K.HP_MTU] = h.mtu
-        HP[i, K.HP_OVER] = h.frame_overhead_bytes
-        HP[i, K.HP_QPKTS] = h.queue_packets or 0
-        HP[i, K.HP_QBYTES] = h.queue_bytes or 0
-        HP[i, K.HP_ICMP] = h.icmp
-        HP[i, K.HP_ENCAP] = h.encap_bits
-        HP[i, K.HP_LABELS] = h.mpls_labels
-        HL[i] = h.loss
-    NP = np.zeros(4, np.int64)
-    from ..engine.segment import NicModel
-    NP[:] = NicModel(nic.model, drop_reason=nic.drop_code, legacy_mtu_bytes=nic.legacy_mtu_bytes).params()
-    return P, HP, HL, NP
-
-
 def run(sc: Scenario) -> K.World:
     """Run the loop; returns the World of arrays (for tests and tools that want the raw state)."""
-    W = K.make_world(*_params(sc))
+    W = K.make_world(*pack(sc))
     K.run_kernel(W)
     return W
 
@@ -252,42 +174,43 @@ def _u32(x) -> np.ndarray:
     return (np.asarray(x, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32)
 
 
-def _rows_to_trace(sc: Scenario, R: np.ndarray, points: tuple[str, ...], isn_s, isn_r, ts_s, ts_r,
+def _rows_to_trace(sc: Scenario, C: np.ndarray, points: tuple[str, ...], isn_s, isn_r, ts_s, ts_r,
                    point_l2: np.ndarray, point_encap: np.ndarray, point_csum: np.ndarray) -> Trace:
-    n = len(R)
-    flow = R[:, K.R_FLOW]
-    d = R[:, K.R_DIR]
+    """Rows (recorded columns ``C[R_*]``, one recorded row per column of ``C``) as a Trace."""
+    n = C.shape[1]
+    flow = C[K.R_FLOW]
+    d = C[K.R_DIR]
     data = d == 0
-    pt = R[:, K.R_POINT]
-    nb = R[:, K.R_SACKN]
-    seq_off = R[:, K.R_SEQ]
-    ack_off = R[:, K.R_ACK]
+    pt = C[K.R_POINT]
+    nb = C[K.R_SACKN]
+    seq_off = C[K.R_SEQ]
+    ack_off = C[K.R_ACK]
     seq = np.where(data, isn_s[flow] + 1 + seq_off, isn_r[flow] + 1)
     ack = np.where(data, isn_r[flow] + 1, isn_s[flow] + 1 + ack_off)
-    tsval_ms = R[:, K.R_TSVAL] // 1_000_000
+    tsval_ms = C[K.R_TSVAL] // 1_000_000
     tsval = np.where(data, ts_s[flow] + tsval_ms, ts_r[flow] + tsval_ms)
     half = sc.base_rtt_ns // 2
-    tsecr = np.where(data, ts_r[flow] + np.maximum(R[:, K.R_TSVAL] - half, 0) // 1_000_000,
-                     ts_s[flow] + R[:, K.R_TSECR] // 1_000_000)
+    tsecr = np.where(data, ts_r[flow] + np.maximum(C[K.R_TSVAL] - half, 0) // 1_000_000,
+                     ts_s[flow] + C[K.R_TSECR] // 1_000_000)
     sack = np.zeros((n, 2 * MAX_SACK_BLOCKS), np.uint32)
     for k in range(2 * MAX_SACK_BLOCKS):
-        v = R[:, K.R_SACK0 + k]
+        v = C[K.R_SACK0 + k]
         sack[:, k] = np.where(nb > k // 2, _u32(isn_s[flow] + 1 + v), 0)
     opts = (12 if sc.tcp.timestamps else 0) + np.where(nb > 0, 4 + 8 * nb, 0)
-    gso = R[:, K.R_GSO_SEGS] > 1
+    gso = C[K.R_GSO_SEGS] > 1
     rwin = min(sc.tcp.rwnd_bytes >> 7, 65535)
     return Trace.from_columns(
         points=points,
-        time_ns=R[:, K.R_TIME], point=pt, direction=d, flow=flow,
+        time_ns=C[K.R_TIME], point=pt, direction=d, flow=flow,
         src_ip=np.where(data, SENDER_IP, RECEIVER_IP), dst_ip=np.where(data, RECEIVER_IP, SENDER_IP),
         sport=np.where(data, 40000 + flow, DPORT), dport=np.where(data, DPORT, 40000 + flow),
-        seq=_u32(seq), ack=_u32(ack), payload_len=R[:, K.R_LEN], flags=R[:, K.R_FLAGS],
+        seq=_u32(seq), ack=_u32(ack), payload_len=C[K.R_LEN], flags=C[K.R_FLAGS],
         window=np.where(data, DATA_WINDOW, rwin), tcp_hlen=20 + opts, opt_ts=sc.tcp.timestamps,
-        tsval=_u32(tsval), tsecr=_u32(tsecr), sack_n=nb, sack=sack, ip_id=R[:, K.R_IPID] & 0xFFFF,
-        ip_len=R[:, K.R_IPLEN], l2_bytes=point_l2[pt], encap=point_encap[pt],
-        gso_size=np.where(gso, R[:, K.R_GSO_SIZE], 0), gso_segs=np.where(gso, R[:, K.R_GSO_SEGS], 0),
+        tsval=_u32(tsval), tsecr=_u32(tsecr), sack_n=nb, sack=sack, ip_id=C[K.R_IPID] & 0xFFFF,
+        ip_len=C[K.R_IPLEN], l2_bytes=point_l2[pt], encap=point_encap[pt],
+        gso_size=np.where(gso, C[K.R_GSO_SIZE], 0), gso_segs=np.where(gso, C[K.R_GSO_SEGS], 0),
         gso_type=np.where(gso, codes.GSO_TCPV4, 0), csum_state=np.where(data, point_csum[pt], codes.CSUM_NONE),
-        drop=R[:, K.R_DROP], gro_reason=R[:, K.R_GRO],
+        drop=C[K.R_DROP], gro_reason=C[K.R_GRO],
     )
 
 
@@ -301,15 +224,13 @@ def _flow_constants(sc: Scenario):
 
 
 def assemble(sc: Scenario, W: K.World) -> Result:
-    from ..engine import csum_math
-    from ..engine.gro import GroParams, gro
     G = W.G
     nh = len(sc.path)
     names = sc.point_names
     npts = len(names)
     nrows = int(W.G[K.G_RECTOT])
     R = W.REC[:nrows]
-    R = R[np.lexsort((np.arange(nrows), R[:, K.R_TIME], R[:, K.R_POINT]))]   # by point, then time
+    rec_time, rec_point = R[:, K.R_TIME], R[:, K.R_POINT]
     isn_s, isn_r, ts_s, ts_r = _flow_constants(sc)
     rx_name = "_rx"
     points = names + (rx_name,)
@@ -319,45 +240,52 @@ def assemble(sc: Scenario, W: K.World) -> Result:
     csum = np.array([codes.CSUM_PARTIAL if sc.nic.tx_csum else codes.CSUM_NONE,
                      codes.CSUM_PARTIAL if sw_partial else codes.CSUM_NONE] + [codes.CSUM_NONE] * nh
                     + [codes.CSUM_NONE, codes.CSUM_NONE], np.uint8)
-    full = _rows_to_trace(sc, R, points, isn_s, isn_r, ts_s, ts_r, l2, enc, csum)
-    pt = full.point
-    rx = full[pt == npts]
     recv_code = npts - 1
-    loop_recv = full[(pt == recv_code) & (full.direction == 0)].with_point(names[-1])
+    rx_rows = rec_point == npts                     # the hidden point: what each NAPI poll took
+    recv_data = (rec_point == recv_code) & (R[:, K.R_DIR] == 0)
+    keep = ~rx_rows & ~recv_data
+
+    def columns_of(mask):
+        """The recorded rows under ``mask`` by point, then time, as one contiguous row per column (R_*)."""
+        idx = np.flatnonzero(mask)
+        idx = idx[np.lexsort((idx, rec_time[idx], rec_point[idx]))]
+        return np.ascontiguousarray(R[idx].T)
+
+    def trace_of(mask, C=None):
+        C = columns_of(mask) if C is None else C
+        return _rows_to_trace(sc, C, points, isn_s, isn_r, ts_s, ts_r, l2, enc, csum)
+
+    loop_recv = trace_of(recv_data).with_point(names[-1])
+    rx = trace_of(rx_rows)
     # kernel-exact GRO over what each NAPI poll took (one poll = one timestamp)
     if len(rx):
         ip_c, tcp_c = csum_math.trace_checksums(rx, True)
         rx = rx.replace(ip_csum=ip_c, tcp_csum=tcp_c)
     rxp = sc.receiver
-    kw = dict(enabled=rxp.gro or rxp.lro, napi_budget=rxp.napi_budget, poll_gap_ns=0,
-              max_size=rxp.gro_max_size, rx_csum=rxp.rx_csum, verify_ip_csum=False)
-    if "hz" in GroParams.__dataclass_fields__:
-        kw["hz"] = 1000                               # the loop's NAPI model flushes old packets at HZ 1000
-    params = GroParams(**kw)
-    recv_data = gro(rx, params).out if len(rx) else rx
-    recv_data = recv_data.with_point(names[-1])
-    keep = (pt < recv_code) | ((pt == recv_code) & (full.direction == 1))
-    others = full[keep]
+    params = GroParams(enabled=rxp.gro or rxp.lro, napi_budget=rxp.napi_budget, poll_gap_ns=0,
+                       max_size=rxp.gro_max_size, rx_csum=rxp.rx_csum, verify_ip_csum=False,
+                       hz=1000)                   # the loop's NAPI model flushes old packets at HZ 1000
+    recv = (gro(rx, params).out if len(rx) else rx).with_point(names[-1])
+    C_keep = columns_of(keep)
+    others = trace_of(keep, C_keep)
     if len(others):
         # header checksums as a capture would show them: the pseudo-header sum while CHECKSUM_PARTIAL
         ip_c, full_c = csum_math.trace_checksums(others, True)
         _, pseudo_c = csum_math.trace_checksums(others, False)
         others = others.replace(ip_csum=ip_c, tcp_csum=np.where(others.csum_state == codes.CSUM_PARTIAL,
                                                                   pseudo_c, full_c))
-    retx = np.concatenate([R[keep, K.R_RETX] != 0, np.zeros(len(recv_data), bool)])
-    trace = Trace.concat([others, recv_data])
-    trace = Trace(trace.columns, trace.points, {"scenario": sc})
-    keep_pts = tuple(names)
-    # drop the hidden point from the name table (its rows are gone)
-    remap = np.array([keep_pts.index(p) if p in keep_pts else 0 for p in trace.points], np.uint8)
-    trace = Trace(dict(trace.columns, point=remap[trace.point]), keep_pts, trace.meta)
-    order = np.lexsort((np.arange(len(trace)), trace.time_ns, trace.point))
-    trace = trace[order]
-    retx = retx[order]
+    # rows are by point, then time; only the receiver point mixes two sources (its ACKs, GRO's output)
+    k = int(np.searchsorted(others.point, recv_code))
+    tail = Trace.concat([others[k:], recv])
+    by_time = np.lexsort((np.arange(len(tail)), tail.time_ns))
+    trace = Trace.concat([others[:k], tail[by_time]])
+    trace = Trace(trace.columns, tuple(names), {"scenario": sc})     # the hidden point's rows are gone
+    retx_keep = C_keep[K.R_RETX] != 0
+    retx = np.concatenate([retx_keep[:k], np.concatenate([retx_keep[k:], np.zeros(len(recv), bool)])[by_time]])
 
     flows_done = W.F[:, K.F_DONE_NS].copy()
     delivered = int(G[K.G_DELIV])
-    if sc.duration_ns is not None and (sc.bytes_per_flow is None or (flows_done < 0).any()):
+    if sc.duration_ns is not None and (None in sc.flow_bytes or (flows_done < 0).any()):
         duration = int(sc.duration_ns)
     elif (flows_done >= 0).all():
         duration = int(flows_done.max())
@@ -371,8 +299,10 @@ def assemble(sc: Scenario, W: K.World) -> Result:
     warnings = []
     ov = int(G[K.G_OVERFLOW])
     if ov:
-        warnings.append(f"the simulation ran out of preallocated room (flags {ov:#x}); results are partial")
-    if sc.bytes_per_flow is not None and sc.duration_ns is None and (flows_done < 0).any():
+        full = ", ".join(name for bit, name in OVERFLOW_NAMES.items() if ov & bit)
+        warnings.append(f"PARTIAL RESULT: the simulation ran out of room ({full}); the numbers are incomplete. "
+                        f"Simulate less (bytes, duration, flows) or report the scenario as a bug")
+    if None not in sc.flow_bytes and sc.duration_ns is None and (flows_done < 0).any():
         warnings.append("a flow did not finish within one hour of simulated time")
     return Result(
         scenario=sc, trace=trace, goodput_bps=goodput, delivered_bytes=delivered, duration_ns=duration,
@@ -390,8 +320,40 @@ def assemble(sc: Scenario, W: K.World) -> Result:
     )
 
 
-def simulate(scenario: Scenario) -> Result:
-    """Simulate ``scenario``; see :class:`Result`."""
+def simulate(scenario: Scenario, trace: bool = True) -> Result:
+    """Simulate ``scenario``: TCP flows through the sender's offloads, the path and the receiver.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        The flows, the sender's NIC, the hops and the receiver.
+    trace : bool
+        Record packet traces (default). ``False``: statistics only, the same as ``trace_limit=0``.
+
+    Returns
+    -------
+    Result
+        Goodput, drops, retransmissions and the packets at every capture point
+        (``result.at(point)``, ``result.segment_sizes(point)``). ``result.partial`` is True (and a
+        RuntimeWarning is raised) when the run ran out of room or time.
+
+    Raises
+    ------
+    ValueError
+        If ``scenario`` is not a :class:`Scenario`, or the run cannot fit (``sim.pack.check_feasible``).
+    """
     if not isinstance(scenario, Scenario):
         raise ValueError(f"simulate() needs a Scenario, not {type(scenario).__name__}")
-    return assemble(scenario, run(scenario))
+    if not trace:
+        scenario = scenario.replace(trace_limit=0)
+    result = assemble(scenario, run(scenario))
+    for w in result.warnings:
+        if w.startswith("PARTIAL"):
+            _warnings.warn(w, RuntimeWarning, stacklevel=2)
+    return result
+
+
+def warmup() -> None:
+    """Compile the TCP loop with a tiny scenario (and load it from the cache afterwards)."""
+    simulate(Scenario(path=(Hop(rate_bps=10_000_000, delay_ns=1_000_000, loss=0.01),), bytes_per_flow=30_000,
+                      trace_limit=50))

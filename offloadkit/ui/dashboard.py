@@ -156,13 +156,23 @@ class Dashboard:
             self._widget.add_class("offloadkit-dashboard")
         return self._widget
 
+    def chart_svgs(self) -> dict[str, str]:
+        """Every view as it is drawn now, as inline SVG (rendered by vl-convert, no browser)."""
+        import vl_convert
+        return {name: vl_convert.vegalite_to_svg(chart.chart.to_dict(validate=False))
+                for name, chart in self.charts.items()}
+
     def static_html(self) -> str:
-        """A kernel-free snapshot (title, message, readout, extra): what a stored notebook
-        shows where widgets cannot render (GitHub, nbviewer without widget state)."""
+        """A kernel-free snapshot (title, message, readout, extra such as the tcpdump excerpts,
+        every chart as inline SVG): what a stored notebook shows where widgets cannot render
+        (the docs site, GitHub, nbviewer without widget state)."""
         extra = self._static_fn(self.result) if self._static_fn and self.result is not None else ""
+        charts = "".join(f"<div class='offloadkit-static-chart offloadkit-static-{html.escape(name)}' "
+                         f"style='overflow-x:auto;max-width:100%'>{svg}</div>"
+                         for name, svg in self.chart_svgs().items())
         return (f"<div class='offloadkit-static'><b>{html.escape(self.title)}</b> "
                 f"<i>(live dashboard: run the notebook to use it)</i>{self.message.value}"
-                f"<div>{html.escape(self.readout.value)}</div>{extra}</div>")
+                f"<div>{html.escape(self.readout.value)}</div>{extra}{charts}</div>")
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.widget._repr_mimebundle_(**kwargs)

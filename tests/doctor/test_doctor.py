@@ -353,3 +353,24 @@ def test_many_flows_are_summarised(tmp_path):
     assert len([f for f in d.findings if f.kind == "flow-stats"]) == 5
     assert only(d, "flows").evidence["flows"] == 8
     assert len(d.flows) == 8 and all(r["bytes"] == 64 * 1398 for r in d.flows)
+
+
+# -- a capture holding a single GSO packet -------------------------------------------------
+def _lone_tso_packet(partial: bool) -> Trace:
+    t = transfer(n_super=1, seg=1448, k=5, side="sender", partial=partial)
+    return t[(t.direction == 0) & (t.payload_len > 0)]          # no handshake, no ACK: just the packet
+
+
+def test_a_lone_tso_packet_with_a_pseudo_header_checksum_is_a_super_packet_not_a_jumbo_frame(tmp_path):
+    lone = _lone_tso_packet(partial=True)
+    assert len(lone) == 1 and int(lone.payload_len[0]) == 7240
+    d = doc(tmp_path, lone)
+    assert d.mtu == 1500 and "jumbo" not in d.mtu_from
+    f = only(d, "super-packets")
+    assert f.evidence["largest_payload"] == 7240 and f.evidence["segment_size"] == 1448
+    assert f.evidence["wire_segments_estimate"] == 5
+
+
+def test_the_same_packet_with_a_full_checksum_may_still_be_a_jumbo_frame(tmp_path):
+    d = doc(tmp_path, _lone_tso_packet(partial=False))
+    assert "jumbo" in d.mtu_from and d.mtu == 7240 + 52

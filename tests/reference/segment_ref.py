@@ -71,7 +71,10 @@ def tcp_header_bytes(r: dict, check: int = 0) -> bytes:
 
 
 def pseudo_header(r: dict, tcp_len: int) -> bytes:
-    """Pseudo-header words; a length above 65535 (model super-packet) is summed as 32 bits, as Linux does."""
+    """Pseudo-header words; a length above 65535 (model super-packet) is summed as 32 bits, as Linux does.
+    IPv6 (RFC 8200 8.1): the 16-byte addresses, a 32-bit length, 3 zero bytes and the next header."""
+    if r.get("ip_version", 4) == 6:
+        return bytes(r["src_ip6"]) + bytes(r["dst_ip6"]) + struct.pack("!IxxxB", tcp_len, 6)
     return struct.pack("!IIHHH", r["src_ip"], r["dst_ip"], 6, tcp_len >> 16, tcp_len & 0xFFFF)
 
 
@@ -117,14 +120,19 @@ def segment_rows(rows: list[dict], gso_size: int | None = None, nic: str = "sw-g
     for i, r in enumerate(rows):
         g = gso_size if gso_size else r.get("gso_size", 0)
         L = r["payload_len"]
-        gso = r.get("drop", 0) == 0 and r.get("ip_version", 4) == 4 and g > 0 and L > g
+        v6 = r.get("ip_version", 4) == 6
+        gso = r.get("drop", 0) == 0 and r.get("ip_version", 4) in (4, 6) and g > 0 and L > g
         if not gso:
             out.append(dict(r, src_row=i))
             continue
         if nic == "drop-gso":
             out.append(dict(r, src_row=i, drop=drop_reason))
             continue
-        model, chunk = chunk_for(nic, g, r)
+        model, chunk = chunk_for("hw-tso" if v6 and nic in RTL_MODELS else nic, g, r)   # 8139cp: no TSO6
+        ihl = r["ip_hlen"]
+        jumbo = v6 and r.get("hbh_jumbo", False) and r["ip_len"] > 65536
+        if jumbo:
+            ihl -= 8                                  # the hop-by-hop jumbo header leaves every segment
         if chunk <= 0:
             pieces = [L]
         else:
@@ -149,10 +157,12 @@ def segment_rows(rows: list[dict], gso_size: int | None = None, nic: str = "sw-g
                 if k > 0 and not r.get("gso_type", 0) & GSO_TCP_ACCECN:
                     f &= ~CWR
             s["flags"] = f
-            fixed = not rtl and r.get("gso_type", 0) & GSO_TCP_FIXEDID
+            fixed = v6 or (not rtl and r.get("gso_type", 0) & GSO_TCP_FIXEDID)
             s["ip_id"] = r["ip_id"] if fixed else (r["ip_id"] + k) % 2**16
-            s["ip_len"] = r["ip_hlen"] + r["tcp_hlen"] + pay
-            s["ip_csum"] = ip_csum(s)
+            s["ip_hlen"] = ihl
+            s["hbh_jumbo"] = r.get("hbh_jumbo", False) and not jumbo
+            s["ip_len"] = ihl + r["tcp_hlen"] + pay
+            s["ip_csum"] = r["ip_csum"] if v6 else ip_csum(s)
             if model == "sw-gso" and tx_csum:
                 s["tcp_csum"] = tcp_pseudo_csum(s)
                 s["csum_state"] = CSUM_PARTIAL
@@ -166,7 +176,7 @@ def segment_rows(rows: list[dict], gso_size: int | None = None, nic: str = "sw-g
 
 
 ROW_FIELDS = ("seq", "payload_len", "flags", "ip_id", "ip_len", "ip_csum", "tcp_csum", "csum_state",
-              "gso_size", "gso_segs", "gso_type", "drop", "src_row")
+              "gso_size", "gso_segs", "gso_type", "drop", "ip_hlen", "hbh_jumbo", "src_row")
 
 
 def trace_rows(trace) -> list[dict]:

@@ -1,34 +1,31 @@
 """The TCP event loop of ``offloadkit.engine.tcp`` run as plain Python.
 
-The loop's source is executed again with ``njit`` replaced by the identity
-and the building blocks it imports from ``engine.segment``/``engine.path``
-replaced by their plain-Python ``py_func``, so every rule runs in the
-interpreter (numpy arrays as storage, Python control flow). It is the
-benchmark baseline (same algorithm, same event count) and a cross-check that
-compilation does not change results: ``simulate_ref(sc)`` must equal
-``offloadkit.sim.simulate.simulate(sc)`` field for field.
+Every module of the ``engine.tcp`` package is executed again, in import order,
+as a sibling package ``offloadkit.engine.tcp_ref`` with ``njit`` replaced by the
+identity; the building blocks the loop imports from ``engine.segment`` /
+``engine.path`` / ``engine.gro_rules`` are replaced by their plain-Python
+``py_func``, so every rule runs in the interpreter (numpy arrays as storage,
+Python control flow). It is the benchmark baseline (same algorithm, same event
+count) and a cross-check that compilation does not change results:
+``simulate_ref(sc)`` must equal ``offloadkit.sim.simulate.simulate(sc)`` field
+for field.
 
 Use small scenarios: it runs roughly 100-1000x slower than the compiled loop.
 """
 from __future__ import annotations
 
 import pathlib
+import sys
 import types
 
-from offloadkit.sim import simulate as _sim
-from offloadkit.engine import path as _path
-from offloadkit.engine import segment as _seg
-from offloadkit.engine import tcp as _tcp
+from numba.core.dispatcher import Dispatcher
 
-_BLOCKS = {
-    "mtu_drop_reason": _path.mtu_drop_reason,
-    "nic_chunk_size": _seg.nic_chunk_size,
-    "nic_effective": _seg.nic_effective,
-    "segment_flags": _seg.segment_flags,
-    "segment_ip_id": _seg.segment_ip_id,
-    "segment_payload": _seg.segment_payload,
-    "segments_for": _seg.segments_for,
-}
+from offloadkit.engine import tcp as _tcp
+from offloadkit.sim import simulate as _sim
+from offloadkit.sim.pack import pack
+
+ORDER = ("layout", "world", "congestion", "recovery", "sender", "receiver", "hops", "loop")
+NAME = "offloadkit.engine.tcp_ref"
 
 
 def _identity_njit(*args, **kwargs):
@@ -38,24 +35,33 @@ def _identity_njit(*args, **kwargs):
 
 
 def _load() -> types.ModuleType:
-    src = pathlib.Path(_tcp.__file__).read_text()
-    src = src.replace("from numba import njit", "njit = _identity_njit")
-    mod = types.ModuleType("tcp_ref_loop")
-    mod.__package__ = "offloadkit.engine"
-    mod.__file__ = _tcp.__file__
-    mod.__dict__["_identity_njit"] = _identity_njit
-    exec(compile(src, _tcp.__file__, "exec"), mod.__dict__)
-    for name, fn in _BLOCKS.items():
-        mod.__dict__[name] = getattr(fn, "py_func", fn)
-    return mod
+    folder = pathlib.Path(_tcp.__file__).parent
+    pkg = types.ModuleType(NAME)
+    pkg.__path__ = [str(folder)]
+    sys.modules[NAME] = pkg
+    for name in ORDER:
+        path = folder / f"{name}.py"
+        src = path.read_text().replace("from numba import njit", "njit = _identity_njit")
+        mod = types.ModuleType(f"{NAME}.{name}")
+        mod.__package__ = NAME
+        mod.__file__ = str(path)
+        mod.__dict__["_identity_njit"] = _identity_njit
+        sys.modules[mod.__name__] = mod
+        setattr(pkg, name, mod)
+        exec(compile(src, str(path), "exec"), mod.__dict__)
+        for k, v in list(mod.__dict__.items()):    # compiled building blocks from outside the package
+            if isinstance(v, Dispatcher):
+                mod.__dict__[k] = v.py_func
+    return pkg
 
 
-LOOP = _load()
+LOOP = _load().loop
+_WORLD = sys.modules[f"{NAME}.world"]
 
 
 def run_ref(scenario):
     """The World after running the plain-Python loop on ``scenario``."""
-    W = LOOP.make_world(*_sim._params(scenario))
+    W = _WORLD.make_world(*pack(scenario))
     LOOP.run_kernel(W)
     return W
 

@@ -6,7 +6,8 @@ namespaces -- sender (TSO on) -> router (egress ``tso off gso on``) ->
 receiver (GRO on unless the case says off) -- runs iperf3 and captures with
 ``tcpdump -s 128`` at router ingress (super-packets), router egress (software
 GSO segments) and the receiver (after GRO). Output: ``<out>/<case>/`` with
-``router-in.pcap``, ``router-out.pcap``, ``rcv.pcap`` and ``settings.json``.
+``router-in.pcap``, ``router-out.pcap``, ``rcv.pcap`` and ``settings.json``
+(the IPv6 and BIG TCP cases, ``COMMITTED_IPV6``, in ``<out>/ipv6/<case>/``; VXLAN in ``<out>/vxlan/``).
 
     sudo .venv/bin/python data/captures/make_captures.py            # all cases, here
     sudo .venv/bin/python data/captures/make_captures.py --only ts-mss536 --out /tmp/caps
@@ -20,19 +21,37 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from offloadkit.lab import LabUnavailable  # noqa: E402
-from offloadkit.lab.grid import COMMITTED, capture_case  # noqa: E402
+from offloadkit.lab.grid import COMMITTED, COMMITTED_IPV6, COMMITTED_VXLAN, capture_case, load_case  # noqa: E402
+from offloadkit.lab.packets import read_headers  # noqa: E402
+
+GRIDS = {"": COMMITTED, "ipv6": COMMITTED_IPV6, "vxlan": COMMITTED_VXLAN}     # sub-folder -> cases
+
+
+def jumbo_packets(case_dir) -> int:
+    """Router-ingress packets of a case that carry the IPv6 jumbo option (BIG TCP)."""
+    c = load_case(case_dir)
+    return int(read_headers(c["paths"]["router-in"], "router-in", c["sender_ip"])[0].hbh_jumbo.sum())
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=str(Path(__file__).resolve().parent))
-    p.add_argument("--only", nargs="*", choices=sorted(COMMITTED), help="cases to (re)make")
+    p.add_argument("--only", nargs="*", choices=sorted(COMMITTED) + sorted(COMMITTED_IPV6) + sorted(COMMITTED_VXLAN),
+                   help="cases to (re)make")
+    p.add_argument("--until-jumbo", type=int, default=0, metavar="N",
+                   help="BIG TCP cases: run again (up to 10 times) until router-in holds N jumbo packets")
     args = p.parse_args(argv)
     total = 0
+    cases = [(sub, name, grid[name]) for sub, grid in GRIDS.items() for name in grid
+             if not args.only or name in args.only]
     try:
-        for name in args.only or COMMITTED:
-            info = capture_case(name, COMMITTED[name], args.out)
-            size = sum(f.stat().st_size for f in (Path(args.out) / name).glob("*.pcap"))
+        for sub, name, settings in cases:
+            root = Path(args.out) / sub
+            for _ in range(10):
+                info = capture_case(name, settings, root)
+                if not settings.gso_max_size or jumbo_packets(root / name) >= args.until_jumbo:
+                    break
+            size = sum(f.stat().st_size for f in (root / name).glob("*.pcap"))
             total += size
             stats = "complete" if all(s.get("captured") == s.get("received") and not s.get("dropped")
                                       for s in info["capture_stats"].values()) else "INCOMPLETE"

@@ -50,6 +50,15 @@ def test_mss_from_mtu_clamp_and_options(tcp, nic_mtu, expected):
     (lambda: Scenario(bytes_per_flow=1, path=(Hop("wire"),)), "capture point names must differ"),
     (lambda: Scenario(bytes_per_flow=1.5), "bytes per flow must be an integer"),
     (lambda: Scenario(bytes_per_flow=1, flows=64, tcp=Tcp(rwnd_bytes=1 << 30)), "too many to simulate"),
+    (lambda: Tcp(timestamps="yes"), "tcp timestamps must be True or False, not 'yes'"),
+    (lambda: Nic(gso=1), "nic gso must be True or False, not 1"),
+    (lambda: Receiver(gro="off"), "receiver gro must be True or False"),
+    (lambda: Hop(icmp=None), "hop icmp must be True or False"),
+    (lambda: Hop(loss="0.1"), "hop link: loss must be a number"),
+    (lambda: Scenario(bytes_per_flow=1, nic=Nic(mtu=9000), path=(Hop(mtu=9000, queue_packets=None,
+                                                                     queue_bytes=2000),)),
+     "a 2000-byte queue cannot hold one 9014-byte frame"),
+    (lambda: Scenario.simple(path_mtu=0, bytes_per_flow=1), "MTU 0 must be between 68 and 65535"),
 ])
 def test_invalid_parts_raise_actionable_errors(make, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -98,3 +107,15 @@ def test_parse_size(text, value):
 def test_parse_errors_show_an_example(fn, text):
     with pytest.raises(ValueError, match="e.g."):
         fn(text)
+
+
+def test_the_kernel_rules_the_dashboards_share():
+    from offloadkit.sim.scenario import rx_csum_mode, tso_requires_tx_csum
+    assert tso_requires_tx_csum(True, True) and not tso_requires_tx_csum(True, False)
+    assert not tso_requires_tx_csum(False, True)
+    assert rx_csum_mode(True) == "unnecessary" and rx_csum_mode(False) == "none"
+
+
+def test_the_default_queue_is_capped_by_what_the_windows_can_put_in_flight():
+    sc = Scenario.simple(rate_bps=10**12, rtt_ns=300_000_000, duration_ns=10**9)   # BDP: 25 M packets
+    assert sc.path[0].queue_packets == (4 << 20) // 1448 + 64

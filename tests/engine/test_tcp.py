@@ -1,13 +1,10 @@
 """The TCP flow simulation: invariants, textbook behaviour, reports 000 and 001."""
-import json
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from offloadkit import codes
-from offloadkit.cli import main
 from offloadkit.sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
 from offloadkit.sim.simulate import simulate
 from reference.tcp_ref import simulate_ref
@@ -125,9 +122,12 @@ def test_different_seeds_lose_different_packets():
              path=(Hop("veth", rate_bps=30_000_000_000, delay_ns=25_000),), trace_limit=BIG),
     Scenario.simple(rate_bps=10_000_000_000, rtt_ns=200_000, bytes_per_flow=3_000_000, flows=2,
                     trace_limit=BIG).replace(receiver=Receiver(napi_budget=8, napi_delay_ns=300_000)),
-], ids=["10G", "1G-loss-3flows", "drop-gso", "budget-8"])
+    Scenario.simple(rate_bps=10_000_000_000, rtt_ns=200_000, loss=0.001, bytes_per_flow=150_000, flows=64,
+                    trace_limit=BIG),
+], ids=["10G", "1G-loss-3flows", "drop-gso", "budget-8", "64-flows"])
 def test_loop_gro_model_matches_the_kernel_exact_gro(sc):
-    """The ACKs are clocked by the loop's GRO model; the receiver trace comes from engine.gro: same packets."""
+    """The ACKs are clocked by the loop's GRO (engine.gro_rules, the poll flushing only the flows it holds);
+    the receiver trace comes from the batch GRO (engine.gro) over the same arrivals: same packets."""
     r = simulate(sc)
     exact = r.at(sc.receiver_point)
     exact = exact[exact.direction == 0]
@@ -374,28 +374,6 @@ def test_report001_modern_tso_retransmits_also_collapse():
     assert (rtx.drop[rtx.gso_segs > 1] != 0).all() and (rtx.drop[rtx.gso_segs == 0] == 0).all()
 
 
-# -- CLI --------------------------------------------------------------------------
-
-def test_cli_json(capsys):
-    assert main(["simulate", "--rate", "20Mbit", "--rtt", "10ms", "--loss", "0.01", "--duration", "2s",
-                 "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    for key in ("goodput_bps", "retransmits", "drops", "duration_s", "events"):
-        assert key in out
-    assert out["duration_s"] == 2.0 and 0 < out["goodput_bps"] < 20e6
-    assert out["drops"].get("random loss", 0) > 0
-
-
-def test_cli_text_and_errors(capsys):
-    assert main(["simulate", "--nic", "rtl8139-legacy", "--path-mtu", "1492", "--rate", "9.6Mbit",
-                 "--rtt", "29ms", "--mss", "1440", "--bytes", "200kB", "--old-kernel"]) == 0
-    out = capsys.readouterr().out
-    assert "goodput" in out and "over MTU, dropped silently" in out and "1448 B" in out
-    assert main(["simulate", "--mss", "1600"]) == 2
-    assert "MSS 1600 does not fit in MTU 1500" in capsys.readouterr().err
-    assert main(["simulate", "--rate", "fast"]) == 2
-
-
 # -- kernel-version rules of loss recovery (report 001's 4.6/4.7 sender) --------------------------
 
 def _world(units, ucap=64, **pk):
@@ -417,9 +395,10 @@ def _world(units, ucap=64, **pk):
     F[0, K.F_NXT_U] = len(units)
     F[0, K.F_SND_NXT] = 1000 * len(units)
     F[0, K.F_RTX_HINT] = F[0, K.F_RACK_U] = -1
-    W = K.World(P=P, HP=None, HL=None, NP=None, G=np.zeros(K.G_LEN + K.MAX_POINTS, np.int64), H=None, PK=None,
-                FREE=None, AK=None, AFREE=None, F=F, FF=np.zeros((1, K.FF_LEN)), U=U, O=None, REC=None,
-                RXQ=None, HQ=None, HS=None, DROPS=None, SM=None)
+    W = K.World(P=P, HP=None, HL=None, NP=None, FP=np.zeros((1, K.FP_LEN), np.int64),
+                G=np.zeros(K.G_LEN + K.MAX_POINTS, np.int64), H=None, PK=None, FREE=None, AK=None, AFREE=None,
+                F=F, FF=np.zeros((1, K.FF_LEN)), U=U, O=None, REC=None, RXQ=None, HQ=None, HS=None, DROPS=None,
+                SM=None, HELD=None)
     return K, W
 
 
@@ -433,19 +412,19 @@ def test_prr_slow_start_bound_only_when_the_kernel_rule_allows_it():
     K, W = _world([(0, 2)] * 2 + [(0, 0)] * 2 + [(0, 1)])           # 2 lost, 2 out, 1 SACKed
     F = W.F
     F[0, K.F_LOST], F[0, K.F_SSTHRESH], F[0, K.F_RECOVER_FS], F[0, K.F_PRR_OUT] = 2, 5, 10, 1
-    assert K._in_flight(F, 0) == 2
+    assert K.recovery.in_flight(F, 0) == 2
     got = {}
     for ss_ok in (False, True):
         F[0, K.F_PRR_DELIV], F[0, K.F_CWND] = 0, 7
-        K._prr.py_func(W, 0, 1, ss_ok)
+        K.recovery.prr.py_func(W, 0, 1, ss_ok)
         got[ss_ok] = int(F[0, K.F_CWND])
     assert got == {False: 2 + 1, True: 2 + 2}
     F[0, K.F_CWND] = 7
-    K._prr.py_func(W, 0, 0, True)
+    K.recovery.prr.py_func(W, 0, 0, True)
     assert F[0, K.F_CWND] == 7
     # above ssthresh: proportional to prior_cwnd (RECOVER_FS), ceil(1 * 1 / 10) - prr_out = 0
     F[0, K.F_SSTHRESH], F[0, K.F_PRR_DELIV] = 1, 0
-    K._prr.py_func(W, 0, 1, True)
+    K.recovery.prr.py_func(W, 0, 1, True)
     assert F[0, K.F_CWND] == 2
 
 
@@ -455,14 +434,14 @@ def test_rack_before_4_10_compares_send_times_with_a_1ms_window_in_recovery_only
     for state, expect in ((0, []), (1, [0])):
         K, W = _world(units, P_RACK_TIME=0)
         W.F[0, K.F_STATE] = state
-        K._rack_update.py_func(W, 0, 2, int(2.5 * ms), 0, 10 * ms)
-        K._mark_lost.py_func(W, 0, 10 * ms)
+        K.recovery.rack_update.py_func(W, 0, 2, int(2.5 * ms), 0, 10 * ms)
+        K.recovery.mark_lost.py_func(W, 0, 10 * ms)
         assert _lost(K, W) == expect, state          # 2.5 - 1.5 ms is inside the window, however late now is
     # 4.10+: the same unit is lost once it has waited rack_rtt + min_rtt/4, in any state
     K, W = _world(units)
     W.F[0, K.F_MIN_RTT] = 40_000
-    K._rack_update.py_func(W, 0, 2, int(2.5 * ms), 0, 10 * ms)
-    K._mark_lost.py_func(W, 0, 10 * ms)
+    K.recovery.rack_update.py_func(W, 0, 2, int(2.5 * ms), 0, 10 * ms)
+    K.recovery.mark_lost.py_func(W, 0, 10 * ms)
     assert _lost(K, W) == [0, 1]
 
 
@@ -471,10 +450,10 @@ def test_fack_marks_all_but_three_below_the_highest_sack():
     RFC 6675 needs three SACKed units above."""
     units = [(0, 0)] * 5 + [(0, 1)]
     K, W = _world(units, P_FACK=1)
-    K._mark_lost.py_func(W, 0, 0)
+    K.recovery.mark_lost.py_func(W, 0, 0)
     assert _lost(K, W) == [0, 1, 2]
     K, W = _world(units, P_FACK=0)
-    K._mark_lost.py_func(W, 0, 0)
+    K.recovery.mark_lost.py_func(W, 0, 0)
     assert _lost(K, W) == []
 
 
@@ -483,15 +462,15 @@ def test_quick_ack_mode_reentered_on_duplicates_and_before_4_18_on_out_of_order_
     """tcp_data_queue: duplicate data -> tcp_enter_quickack_mode in every version; out-of-order or partial
     data too before 4.18 (a3893637e1eb). Quick ACKs refill to min(rwnd / (2 rcv_mss), 16)."""
     from offloadkit.engine import tcp as K
-    from offloadkit.sim.simulate import _params
-    W = K.make_world(*_params(Scenario(tcp=Tcp(ofo_quickack=ofo), bytes_per_flow=100 * 1448)))
-    K._init(W)
+    from offloadkit.sim.pack import pack
+    W = K.make_world(*pack(Scenario(tcp=Tcp(ofo_quickack=ofo), bytes_per_flow=100 * 1448)))
+    K.loop._init(W)
     F = W.F
     m, r0 = int(F[0, K.F_RCV_MSS]), int(F[0, K.F_RCV_NXT])
     F[0, K.F_QUICK] = 0                                           # the first quick ACKs are used up
 
     def rcv(a, b):
-        K._rcv_data(W, 0, r0 + a * m, r0 + b * m, 1, 0)
+        K.receiver._rcv_data(W, 0, r0 + a * m, r0 + b * m, 1, 0)
         return int(W.G[K.G_ACKS])
 
     assert rcv(0, 1) == 0                                         # one in-order MSS: delayed ACK

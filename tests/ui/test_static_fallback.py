@@ -1,0 +1,26 @@
+"""A displayed dashboard carries a kernel-free copy: readout, tcpdump text, every chart as SVG."""
+from __future__ import annotations
+
+import html
+
+from offloadkit import ui
+
+
+def test_intro_dashboard_mimebundle_reads_without_a_kernel():
+    dash = ui.dashboard("intro", payload=4000)
+    bundle = dash._repr_mimebundle_()
+    page = bundle["text/html"]
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert page.count("<svg") == len(dash.charts) >= 2
+    assert html.escape(dash.readout.value) in page
+    first_line = dash.result.lines["wire"][0]
+    assert html.escape(first_line) in page
+
+
+def test_svg_follows_the_controls():
+    dash = ui.dashboard("intro")
+    before = dash.chart_svgs()
+    dash.set(payload=64000)
+    after = dash.chart_svgs()
+    assert set(before) == set(after) == set(dash.charts)
+    assert before != after
