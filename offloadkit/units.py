@@ -36,3 +36,15 @@ def parse_time(text) -> int:
 def parse_size(text) -> int:
     """'100MB' -> 100_000_000 bytes (units: B, KB, MB, GB decimal; KiB, MiB, GiB binary)."""
     return _parse(text, _SIZE, "size", "100MB or 64KiB")
+
+
+def parse_fraction(text) -> float:
+    """'1%' -> 0.01, '0.01' -> 0.01: a probability in [0, 1] ('%' means percent)."""
+    s = str(text).strip()
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*(%?)", s.lower())
+    if not m:
+        raise ValueError(f"cannot read probability {text!r}: write a fraction or a percentage, e.g. 0.01 or 1%")
+    p = float(m.group(1)) / (100 if m.group(2) else 1)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"probability {text!r} is not between 0 and 1 (0% and 100%)")
+    return p
