@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 APT_TOOLS := tcpdump tshark iperf3 chromium ethtool iproute2 iptables
 export NUMBA_NUM_THREADS ?= 1
 
-.PHONY: lab test test-fast test-browser reproduce bench system-tools clean docs
+.PHONY: lab test test-fast test-browser reproduce bench fuzz system-tools clean docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ lab: $(STAMP)
 test: $(STAMP) system-tools
 	$(BIN)/python -m offloadkit.warmup
 	$(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider
+
+# Mutated captures through the reader, gro, segment, doctor; random export command lines:
+# 10,000 cases per verb, counts of exits and tracebacks; failing inputs kept in fuzz-failures/.
+fuzz: $(STAMP)
+	$(BIN)/python tests/fuzz/harness.py --cases 10000 --keep fuzz-failures
 
 test-browser: $(STAMP) system-tools
 	$(BIN)/python -m pytest tests/browser -p no:cacheprovider
