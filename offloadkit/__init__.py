@@ -8,6 +8,7 @@ The public API, imported on first use (``import offloadkit`` itself is cheap)::
     segment, gro            Linux GSO segmentation and GRO aggregation of a Trace (offloadkit.engine)
     reproduce               the five reports, report vs model (offloadkit.reports)
     diagnose                what the offloads did to a capture (offloadkit.doctor)
+    sweep                   offloadkit.sweep: every point of a parameter grid, on dask
 """
 from __future__ import annotations
 
@@ -31,10 +32,12 @@ _API = {
     "diagnose": "offloadkit.doctor",
 }
 
-__all__ = [*_API, "__version__"]
+__all__ = [*_API, "sweep", "__version__"]
 
 
 def __getattr__(name: str):
+    if name == "sweep":          # the module offloadkit.sweep (pandas and dask), on first use
+        return importlib.import_module(".sweep", __name__)
     if name in _API:
         value = getattr(importlib.import_module(_API[name]), name)
         globals()[name] = value

@@ -28,6 +28,7 @@ VERBS = {
     "doctor": "diagnose offload pathologies in a capture",
     "lab": "run the same knobs on the real Linux kernel (root, namespaces)",
     "warmup": "compile every numba kernel now (with progress), optionally into a shared cache",
+    "sweep": "simulate every point of a parameter grid, on dask",
 }
 EPILOG = ("Exit status: 0 done, 1 the verb found a problem (reproduce, doctor), 2 bad input, "
           "3 a bug in offloadkit (add --debug for the traceback). Units: sizes and rates SI decimal "

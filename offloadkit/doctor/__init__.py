@@ -95,8 +95,9 @@ def diagnose(trace: Trace, side: str | None = None, mtu: int | None = None, gro:
 
 
 def diagnose_file(path, side: str | None = None, mtu: int | None = None, gro: str | None = None) -> Diagnosis:
-    """Read a pcap/pcapng and diagnose it. Raises ValueError only if nothing could be read: not a
-    capture at all, or damaged before its first packet (an empty file, a cut header)."""
+    """Read a pcap/pcapng and diagnose it. Raises ValueError only if the file cannot be opened,
+    is not a capture, or is damaged before its first packet record (nothing could be read:
+    ``segment`` and ``gro`` refuse the same files)."""
     res = read_capture(path)
     name = str(path) if not isinstance(path, (bytes, bytearray, memoryview)) else "<bytes>"
     trace = res.trace if res.trace is not None else Trace.empty()

@@ -318,3 +318,13 @@ def test_fuzzed_frames_never_crash(tmp_path):
 def test_empty_capture(tmp_path):
     recs = run_cli(tmp_path, [])
     assert recs == []
+
+
+@pytest.mark.parametrize("argv,words", [(["--poll-gap", "1e20s"], "--poll-gap"), (["--poll-gap", "nan"], "--poll-gap"),
+                                        (["--napi-budget", str(10**24)], "--napi-budget"),
+                                        (["--napi-budget", "0"], "--napi-budget")])
+def test_out_of_range_numbers_are_one_line_exit_2(tmp_path, capsys, argv, words):
+    src = __import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "eth_us.pcap"
+    assert main(["gro", str(src), str(tmp_path / "o.pcap"), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
