@@ -11,7 +11,7 @@ import sys
 
 from ..errors import UsageError
 from ..engine.segment import NIC_MODELS
-from ..sim.scenario import Scenario
+from ..sim.scenario import KERNELS, NEWEST_KERNEL, Scenario
 from ..units import parse_rate, parse_size, parse_time
 
 
@@ -36,6 +36,14 @@ def configure(parser) -> None:
     parser.add_argument("--cc", default="cubic", choices=["newreno", "cubic"], help="congestion control")
     parser.add_argument("--old-kernel", action="store_true",
                         help="Linux 4.4 TCP: no PSH on GSO packets, 1-MSS retransmissions, no RACK timer")
+    parser.add_argument("--kernel", default=None, metavar="X.Y",
+                        help=f"the TCP rules of that Linux release ({', '.join(KERNELS)}; "
+                             f"default {NEWEST_KERNEL})")
+    parser.add_argument("--mtu-probing", type=int, default=0, choices=(0, 1, 2),
+                        help="net.ipv4.tcp_mtu_probing: 0 off, 1 after RTOs reveal a black hole, 2 always")
+    parser.add_argument("--queue", default=None, metavar="BYTES|Np",
+                        help="the bottleneck queue: bytes (64KB, a tbf limit) or packets (100p); "
+                             "default one BDP, at least 100 packets")
     g3 = parser.add_mutually_exclusive_group()
     g3.add_argument("--duration", default=None, help="simulated time, e.g. 20s (default 10s)")
     g3.add_argument("--bytes", default=None,
@@ -57,14 +65,29 @@ def scenario_from_args(args) -> Scenario:
     rtt = parse_time(args.rtt)
     if rtt < 2:
         raise UsageError(f"--rtt {args.rtt} is too small: give at least 2 ns")
+    qpkts, qbytes = parse_queue(args.queue)
     sc = Scenario.simple(rate_bps=rate, rtt_ns=rtt, loss=args.loss, mss=args.mss, mtu=args.mtu,
                          path_mtu=args.path_mtu, tso=args.tso, gro=args.gro, nic=args.nic, cc=args.cc,
                          duration_ns=duration, bytes_per_flow=nbytes, flows=args.flows, seed=args.seed,
-                         icmp=args.icmp, trace_limit=20_000)
+                         icmp=args.icmp, trace_limit=20_000, queue_packets=qpkts, queue_bytes=qbytes,
+                         kernel=args.kernel, mtu_probing=args.mtu_probing)
     if args.old_kernel:
         sc = sc.replace(tcp=dataclasses.replace(sc.tcp, psh_on_gso=False, tso_retransmits=False,
                                                    rack_reo_timer=False))
     return sc
+
+
+def parse_queue(text: str | None) -> tuple[int | None, int | None]:
+    """``--queue``: '100p' -> (100, None) packets, '64KB' -> (None, 64000) bytes, None -> (None, None)."""
+    if text is None:
+        return None, None
+    t = str(text).strip()
+    if t.lower().endswith("p") and t[:-1].isdigit():
+        return int(t[:-1]), None
+    try:
+        return None, parse_size(t)
+    except ValueError:
+        raise UsageError(f"--queue {text}: give bytes (64KB) or packets (100p)") from None
 
 
 def _sizes(sizes: dict[int, int], top: int = 4) -> str:

@@ -92,3 +92,21 @@ def load_case(case_dir: str | Path) -> dict:
     info["paths"] = {p: str(d / f) for p, f in info["files"].items()}
     info["dir"] = str(d)
     return info
+
+
+_TCP_BASE = LabSettings(bytes=None, duration_s=8, captures=())
+#: issue 16's pathologies: ``offloadkit lab compare --tcp`` on each; data/lab/tcp-<kernel>.json holds them
+TCP: dict[str, LabSettings] = {
+    "drop-gso": replace(_TCP_BASE, drop_gso=True),
+    "no-tso-loss-1pct": replace(_TCP_BASE, tso=False, gso=False, loss=0.01),
+    "blackhole-1400-probing-0": replace(_TCP_BASE, blackhole_mtu=1400, mtu_probing=0),
+    "blackhole-1400-probing-1": replace(_TCP_BASE, blackhole_mtu=1400, mtu_probing=1),
+    "tbf-500mbit-64kb": replace(_TCP_BASE, rate="500Mbit", queue="64KB"),
+}
+#: the same kinds with other numbers, kept out of any tuning (held-out checks)
+TCP_HELD_OUT: dict[str, LabSettings] = {
+    "no-tso-loss-0.3pct": replace(_TCP_BASE, tso=False, gso=False, loss=0.003),
+    "blackhole-1300-probing-1": replace(_TCP_BASE, blackhole_mtu=1300, mtu_probing=1),
+    "tbf-200mbit-32kb": replace(_TCP_BASE, rate="200Mbit", queue="32KB"),
+    "drop-gso-mtu1400": replace(_TCP_BASE, drop_gso=True, path_mtu=1400),
+}

@@ -11,11 +11,14 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..io.capture import read_capture
 from . import safety
+from .packets import read_headers
 from .topology import IPERF_PORT, LabSettings, Topology
 
 QUIET_S = 1.2   # > libpcap's 1 s ring-block timeout: every captured packet reaches the file
@@ -32,6 +35,20 @@ class LabResult:
     sender_ip: str
     receiver_ip: str
     iperf: dict = field(repr=False, default_factory=dict)
+    counters: dict = field(default_factory=dict)
+    base_rtt_ns: int | None = None     # the idle path's RTT, when settings.measure_rtt
+
+    @property
+    def rtos(self) -> int:
+        """Retransmission timeouts of the sender (its namespace's TcpExtTCPTimeouts)."""
+        return int(self.counters.get("TcpExtTCPTimeouts", 0))
+
+    @property
+    def min_rtt_ns(self) -> int | None:
+        """The smallest RTT sample iperf3 read from the sender's tcp_info (None if none)."""
+        streams = self.iperf.get("end", {}).get("streams", [])
+        rtts = [st["sender"]["min_rtt"] for st in streams if st.get("sender", {}).get("min_rtt")]
+        return int(min(rtts) * 1000) if rtts else None
 
     def trace(self, point: str):
         """The capture at one point as a Trace (offloadkit.io when present, else dpkt)."""
@@ -46,25 +63,17 @@ class LabResult:
         return {"settings": self.settings.to_dict(), "goodput_bps": self.goodput_bps,
                 "retransmits": self.retransmits, "captures": dict(self.captures),
                 "capture_stats": self.capture_stats, "commands": list(self.commands),
-                "sender_ip": self.sender_ip, "receiver_ip": self.receiver_ip}
+                "sender_ip": self.sender_ip, "receiver_ip": self.receiver_ip,
+                "rtos": self.rtos, "min_rtt_ns": self.min_rtt_ns, "base_rtt_ns": self.base_rtt_ns,
+                "counters": dict(self.counters)}
 
 
 def load_trace(path, point: str, sender_ip: str | None = None):
-    """Read a capture with the kit's reader (``offloadkit.io.capture.read_capture``, else
-    ``offloadkit.io.pcap.read_pcap``) when present, else with the lab's dpkt reader."""
-    try:
-        from ..io.capture import read_capture
-        res = read_capture(str(path))
-        if res.ok and res.trace is not None:
-            return res.trace.with_point(point)
-    except ImportError:
-        pass
-    try:
-        from ..io.pcap import read_pcap
-        return read_pcap(str(path)).with_point(point)
-    except (ImportError, ValueError):
-        pass
-    from .packets import read_headers
+    """Read a capture with the kit's reader (``offloadkit.io.capture.read_capture``); a file
+    it reads no packets from falls back to the lab's own dpkt reader."""
+    res = read_capture(str(path))
+    if res.ok and res.trace is not None:
+        return res.trace.with_point(point)
     return read_headers(path, point, sender_ip)[0]
 
 
@@ -134,7 +143,7 @@ def run_lab(settings: LabSettings, capture_dir: str | os.PathLike | None = None,
         out_dir = Path(safety.temp_dir("captures"))  # the caller's; swept once this process is gone
     else:
         out_dir = Path(os.devnull)
-    topo = Topology(settings, tag if tag is not None else os.getpid(), commands)
+    topo = Topology(settings, tag if tag is not None else safety.run_tag(), commands)
     procs = _Procs(commands)
     with safety.signals_raise():
         try:
@@ -202,7 +211,7 @@ def _run_iperf(settings: LabSettings, topo: Topology, procs: _Procs) -> dict:
 
     _wait_for(listening, 10, "the iperf3 server to listen")
     cmd = ["ip", "netns", "exec", topo.ns["snd"], "iperf3", "-c", topo.receiver_ip,
-           "-p", str(IPERF_PORT), "--json", "--connect-timeout", "5000"]
+           "-p", str(IPERF_PORT), "--json", "--connect-timeout", "5000", "-C", settings.cc]
     cmd += ["-n", str(settings.bytes)] if settings.bytes else ["-t", str(settings.duration_s)]
     if settings.mss:
         cmd += ["-M", str(settings.mss)]
@@ -224,10 +233,61 @@ def _run_iperf(settings: LabSettings, topo: Topology, procs: _Procs) -> dict:
     return report
 
 
+#: the sender's SNMP counters a lab result keeps (``nstat`` names)
+COUNTERS = ("TcpRetransSegs", "TcpOutSegs", "TcpExtTCPTimeouts", "TcpExtTCPLossProbes",
+            "TcpExtTCPLostRetransmit", "TcpExtTCPSackRecovery", "TcpExtTCPMTUPFail", "TcpExtTCPMTUPSuccess",
+            "TcpExtTCPSpuriousRTOs", "TcpExtTCPLossProbeRecovery")
+
+
+def parse_snmp(text: str) -> dict[str, int]:
+    """``/proc/net/snmp`` or ``/proc/net/netstat`` (header line, value line per group) as
+    ``{"TcpExtTCPTimeouts": n, ...}``, the names ``nstat`` prints."""
+    out: dict[str, int] = {}
+    lines = text.splitlines()
+    for head, vals in zip(lines[::2], lines[1::2]):
+        group, names = head.split(":", 1)
+        _, values = vals.split(":", 1)
+        for n, v in zip(names.split(), values.split()):
+            if v.lstrip("-").isdigit():
+                out[group + n] = int(v)
+    return out
+
+
+def sender_counters(topo: Topology) -> dict[str, int]:
+    """The sender namespace's TCP counters (a fresh namespace: they count this run only)."""
+    text = "".join(topo.nsx(topo.ns["snd"], ["cat", f"/proc/net/{f}"]).stdout for f in ("snmp", "netstat"))
+    allc = parse_snmp(text)
+    return {k: allc[k] for k in COUNTERS if k in allc}
+
+
+RTT_PORT = IPERF_PORT + 1
+RTT_PINGS = 200
+#: one-byte TCP ping-pong (TCP_NODELAY) over an idle path; prints the smallest round trip in ns
+_PONG = ("import socket,sys\ns=socket.create_server((sys.argv[1],int(sys.argv[2])))\nprint('up',flush=True)\n"
+         "c,_=s.accept()\nc.setsockopt(6,1,1)\nwhile (b:=c.recv(1)):\n c.sendall(b)\n")
+_PING = ("import socket,sys,time\nc=socket.create_connection((sys.argv[1],int(sys.argv[2])),5)\n"
+         "c.setsockopt(6,1,1)\nbest=1<<62\nfor _ in range(int(sys.argv[3])):\n t=time.perf_counter_ns()\n"
+         " c.sendall(b'x')\n c.recv(1)\n best=min(best,time.perf_counter_ns()-t)\nprint(best)\n")
+
+
+def base_rtt_ns(topo: Topology, procs: _Procs) -> int:
+    """The idle path's round trip: the fastest of RTT_PINGS one-byte TCP ping-pongs (sender to
+    receiver and back, through both stacks; the lab has no ping)."""
+    server = procs.start(["ip", "netns", "exec", topo.ns["rcv"], sys.executable, "-c", _PONG, topo.receiver_ip,
+                          str(RTT_PORT)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if server.stdout.readline().strip() != "up":
+        raise RuntimeError(f"the RTT echo server failed: {server.stderr.read().strip()}")
+    p = topo.nsx(topo.ns["snd"], [sys.executable, "-c", _PING, topo.receiver_ip, str(RTT_PORT), str(RTT_PINGS)])
+    server.wait(5)
+    return int(p.stdout.strip())
+
+
 def _experiment(settings: LabSettings, topo: Topology, procs: _Procs, out_dir: Path) -> LabResult:
     topo.build()
+    rtt = base_rtt_ns(topo, procs) if settings.measure_rtt else None
     captures, errfiles, dumps = _start_captures(settings, topo, procs, out_dir)
     report = _run_iperf(settings, topo, procs)
+    counters = sender_counters(topo)
     stats = _stop_captures(dumps, errfiles)
     end = report["end"]
     return LabResult(settings=settings,
@@ -235,4 +295,5 @@ def _experiment(settings: LabSettings, topo: Topology, procs: _Procs, out_dir: P
                      retransmits=int(end.get("sum_sent", {}).get("retransmits", 0) or 0),
                      captures=captures, capture_stats=stats, commands=topo.commands,
                      sender_ip=topo.sender_ip, receiver_ip=topo.receiver_ip,
-                     iperf={"start": report.get("start", {}), "end": end})
+                     iperf={"start": report.get("start", {}), "end": end}, counters=counters,
+                     base_rtt_ns=rtt)

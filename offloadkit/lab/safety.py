@@ -1,11 +1,13 @@
 """Safety rails of the kernel lab: privilege check, name prefix, sweep, signals.
 
 Everything the lab creates carries the prefix ``okl``: namespaces are named
-``okl-<pid>-<role>`` (the pid of the Python process that made them), and
-interfaces only ever exist inside those namespaces. A sweep deletes the
-namespaces of lab runs whose process is gone (or, with ``everything=True``,
-every ``okl-`` namespace) after killing the processes inside them; it never
-touches anything without the prefix.
+``okl-<pid>-<start>-<role>`` (the pid of the Python process that made them and
+that process's start time in clock ticks since boot, ``/proc/<pid>/stat`` field
+22, so a recycled pid is not taken for the owner), and interfaces only ever
+exist inside those namespaces. A sweep deletes the namespaces of lab runs whose
+process is gone (or, with ``everything=True``, every ``okl-`` namespace) after
+killing the processes inside them; it never touches anything without the prefix.
+Names without ``<start>`` (``okl-<pid>-<role>``) are judged by the pid alone.
 """
 from __future__ import annotations
 
@@ -16,9 +18,10 @@ import shlex
 import shutil
 import signal
 import subprocess
+import tempfile
 
 PREFIX = "okl"
-NS_RE = re.compile(rf"^{PREFIX}-(\d+)-[a-z0-9]+$")
+NS_RE = re.compile(rf"^{PREFIX}-(\d+)-(?:(\d+)-)?[a-z0-9]+$")
 REFUSAL = ("The kernel lab needs root and network namespaces (ip netns); "
            "on Binder it cannot run.")
 #: Set to 1 to make the capability check fail as if the lab could not run (for tests).
@@ -78,6 +81,32 @@ def lab_namespaces() -> list[str]:
     return [n for n in names if NS_RE.match(n)]
 
 
+def start_ticks(pid: int) -> int | None:
+    """A process's start time (clock ticks since boot, /proc/<pid>/stat field 22), or None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def run_tag(pid: int | None = None) -> str:
+    """``<pid>-<start>``: what names a lab run's namespaces and temp folders."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}-{start_ticks(pid) or 0}"
+
+
+def owner_alive(pid: int, start: int | None) -> bool:
+    """Whether the process that made a lab name is still there (same pid AND start time)."""
+    if start is None:
+        return _alive(pid)
+    return start_ticks(pid) == start
+
+
+def _owner(match: re.Match) -> tuple[int, int | None]:
+    return int(match.group(1)), None if match.group(2) is None else int(match.group(2))
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -117,22 +146,33 @@ def delete_namespace(ns: str, commands: list[str] | None = None) -> None:
     subprocess.run(cmd, capture_output=True, timeout=20)
 
 
-TMP_RE = re.compile(rf"^{PREFIX}-(captures|compare)-(\d+)-[A-Za-z0-9_]+$")
+TMP_RE = re.compile(rf"^{PREFIX}-(?:captures|compare)-(\d+)-(?:(\d+)-)?[A-Za-z0-9_]+$")
 
 
 def temp_dir(kind: str) -> str:
-    """A fresh temporary directory ``okl-<kind>-<pid>-*`` (swept once the pid is gone)."""
-    import tempfile
-    return tempfile.mkdtemp(prefix=f"{PREFIX}-{kind}-{os.getpid()}-")
+    """A fresh temporary directory ``okl-<kind>-<pid>-<start>-*`` (swept once its owner is gone)."""
+    return tempfile.mkdtemp(prefix=f"{PREFIX}-{kind}-{run_tag()}-")
 
 
-def _sweep_temp(everything: bool) -> list[str]:
-    import tempfile
+@contextlib.contextmanager
+def scratch_dir(kind: str):
+    """A :func:`temp_dir` removed on the way out, with signals held while it is removed
+    (a SIGTERM that arrives then is delivered after, as :class:`LabInterrupted`)."""
+    path = temp_dir(kind)
+    try:
+        yield path
+    finally:
+        with signals_deferred():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def sweep_temp(everything: bool = False) -> list[str]:
+    """Remove the temp folders of gone lab runs (all with ``everything``); returns their paths."""
     removed = []
     root = tempfile.gettempdir()
     for name in os.listdir(root):
         m = TMP_RE.match(name)
-        if m and (everything or not _alive(int(m.group(2)))):
+        if m and (everything or not owner_alive(*_owner(m))):
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
             removed.append(os.path.join(root, name))
     return removed
@@ -145,15 +185,17 @@ def sweep(everything: bool = False) -> list[str]:
     namespace is removed only if the process ``<pid>`` that created it is gone,
     so a sweep never breaks a lab run in progress; ``everything=True`` removes
     them all. Temporary capture folders ``okl-captures-<pid>-*`` of gone
-    processes are removed too.
+    processes are removed too. An owner is the pid *and* its start time, so a
+    leftover whose pid was recycled by another process is still recognised.
     """
     removed = []
+    me = (os.getpid(), start_ticks(os.getpid()))
     for ns in lab_namespaces():
-        pid = int(NS_RE.match(ns).group(1))
-        if everything or pid == os.getpid() or not _alive(pid):
+        owner = _owner(NS_RE.match(ns))
+        if everything or (owner[0] == me[0] and owner[1] in (None, me[1])) or not owner_alive(*owner):
             delete_namespace(ns)
             removed.append(ns)
-    return removed + _sweep_temp(everything)
+    return removed + sweep_temp(everything)
 
 
 _CAUGHT = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)

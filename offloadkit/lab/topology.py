@@ -4,8 +4,10 @@ Each link is a veth pair created directly inside its two namespaces (nothing
 ever appears in the host's namespace). Addresses come from 198.18.0.0/15
 (``ip_version=6``: 2001:2::/48; ``gso_max_size``: BIG TCP on the sender).
 Knobs: per-link MTU, ``ethtool -K`` offloads per interface, a ``tbf`` rate and
-``netem`` delay/loss on the bottleneck egress, an iptables TCPMSS clamp on the
-router, TCP timestamps in the end hosts, GRO batching in sysfs.
+queue on the bottleneck egress, an iptables TCPMSS clamp on the router, TCP
+timestamps, congestion control and MTU probing in the end hosts, GRO batching
+in sysfs, and the pathologies of :class:`LabSettings` (``drop_gso``, ``loss``,
+``blackhole_mtu``).
 
 Where offloads apply (the lab notes in DESIGN.md explain why):
 - ``tso``/``gso``/``tx_csum`` are the sender's interface;
@@ -16,12 +18,13 @@ Where offloads apply (the lab notes in DESIGN.md explain why):
 """
 from __future__ import annotations
 
+import math
 import re
 import shlex
 import subprocess
 from dataclasses import dataclass, field, asdict
 
-from ..units import parse_size
+from ..units import parse_fraction, parse_rate, parse_size, parse_time
 from . import safety
 
 SENDER_NET, RECEIVER_NET = "198.18.1", "198.18.2"
@@ -30,6 +33,14 @@ TUNNEL_NET, VXLAN_PORT, VXLAN_VNI = "198.19.0", 4789, 42     # inner addresses o
 VXLAN_OVERHEAD = 50                                          # outer Ethernet + IPv4 + UDP + VXLAN
 IPERF_PORT = 5201
 IPV4_TCP_HDR = 40
+#: iptables ``-m length`` floor of a "data segment" for ``loss``: bigger than any handshake,
+#: ACK or iperf3 control message, smaller than the smallest full segment the lab allows.
+DATA_MIN_IP_LEN = 128
+#: tbf bucket when ``queue`` is given without ``burst`` (and for ``rate`` alone)
+TBF_BURST_BYTES = 65536
+MAX_DURATION_S = 3600.0
+#: iperf3 gets the duration plus this long to connect, finish and report
+IPERF_GRACE_S = 30.0
 IPV6_TCP_HDR = 60
 
 
@@ -38,9 +49,46 @@ def _check_tc_word(name: str, value: str | None, pattern: str, example: str) -> 
         raise ValueError(f"cannot read {name} {value!r}: write it like {example}")
 
 
+def _duration_s(value) -> float | None:
+    """iperf3 -t seconds from 8, 8.0 or '8s'; finite and within (0, 1 h]."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        s = parse_time(value) / 1e9
+    else:
+        s = float(value)
+    if not math.isfinite(s) or s <= 0 or s > MAX_DURATION_S:
+        raise ValueError(f"duration {value!r} must be more than 0 s and at most {MAX_DURATION_S:g} s, e.g. 8s")
+    return s
+
+
 @dataclass(frozen=True)
 class LabSettings:
-    """One lab experiment. Sizes in bytes; ``None`` means the kernel's default."""
+    """One lab experiment. Sizes in bytes, rates in bit/s; ``None`` means the kernel's default.
+
+    Pathologies, each one kernel mechanism (the ``commands`` of a run show it):
+
+    - ``drop_gso``: the router drops every forwarded skb longer than its egress MTU,
+      as a device that cannot segment (report 001): ``iptables -A FORWARD -i <router-in>
+      -m length --length MTU+1:65535 -j DROP``. On veth the sender's TSO/GSO super-packets
+      reach the router whole, so these are exactly its GSO skbs.
+    - ``loss``: random loss of each data segment with probability ``loss``, at the router:
+      ``iptables -A FORWARD -i <router-in> -m length --length 128:65535 -m statistic --mode
+      random --probability P -j DROP`` (ACKs and iperf3's control messages are shorter and
+      pass). It is per segment because the sender's veth is then set ``tso off`` (GSO stays
+      on): TCP builds the same GSO super-packets, but they are segmented in software at the
+      sender's transmit, so the router forwards (and drops) single MSS segments, as a wire
+      after a hardware-TSO NIC carries them.
+    - ``blackhole_mtu``: the router's egress MTU is N (as ``path_mtu``) and the ICMP
+      "fragmentation needed" it would send back is dropped in its OUTPUT chain
+      (``iptables -A OUTPUT -p icmp --icmp-type fragmentation-needed -j DROP``), so
+      oversize packets vanish: a PMTU black hole.
+    - ``mtu_probing``: ``net.ipv4.tcp_mtu_probing`` in the sender (0 off, 1 after a black
+      hole is detected, 2 always).
+    - ``rate`` with ``queue``: ``tc qdisc add dev <router-out> root tbf rate R burst B limit
+      Q`` on the router egress (``burst`` defaults to 64 KB; a GSO skb bigger than the bucket
+      is segmented by tbf itself).
+    """
 
     mss: int | None = None            # iperf3 -M (TCP_MAXSEG); payload = mss - TCP options
     mtu: int = 1500                   # every link
@@ -54,17 +102,24 @@ class LabSettings:
     router_tso: bool = False          # router egress
     router_gso: bool = True           # router egress
     timestamps: bool = True           # net.ipv4.tcp_timestamps in sender and receiver
+    cc: str = "cubic"                 # iperf3 -C (TCP_CONGESTION): a new namespace would take the host's
     delay: str | None = None          # netem delay on the bottleneck egress, e.g. "10ms"
-    rate: str | None = None           # tbf rate on the bottleneck egress, e.g. "1Gbit"
-    loss: str | None = None           # random loss, e.g. "0.1%"
+    rate: int | str | None = None     # tbf rate on the bottleneck egress, e.g. "1Gbit"
+    queue: int | str | None = None    # tbf limit (bytes) with ``rate``
+    burst: int | str | None = None    # tbf burst (bytes) with ``rate``
+    loss: float | str | None = None   # per data segment at the router, e.g. 0.01 or "1%"
+    drop_gso: bool = False            # the router drops skbs over its egress MTU
+    blackhole_mtu: int | None = None  # router egress MTU, ICMP frag-needed suppressed
+    mtu_probing: int | None = None    # net.ipv4.tcp_mtu_probing in the sender
     bytes: int | str | None = "4M"    # iperf3 -n (or use duration_s)
-    duration_s: float | None = None   # iperf3 -t
+    duration_s: float | str | None = None   # iperf3 -t
     topology: str = "router"          # "router" (three namespaces) or "direct" (two)
     captures: tuple[str, ...] = ("router-in", "router-out", "rcv")
     snaplen: int = 128
     gro_flush_timeout_ns: int = 0     # receiver sysfs, batches NAPI polls
     napi_defer_hard_irqs: int = 0     # receiver sysfs
-    iperf_timeout_s: float = 60.0
+    iperf_timeout_s: float | None = None   # None: duration + 30 s, or 60 s for a byte count
+    measure_rtt: bool = False         # TCP ping-pong over the idle path before iperf3 (LabResult.base_rtt_ns)
     ip_version: int = 4               # 4, or 6 (addresses in 2001:2::/48)
     gso_max_size: int | None = None   # BIG TCP: the sender's gso_max_size (IPv6) / gso_ipv4_max_size (IPv4)
     tunnel: str | None = None         # "vxlan": TCP runs over a VXLAN overlay between sender and receiver
@@ -72,13 +127,27 @@ class LabSettings:
     extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "bytes", None if self.bytes is None else parse_size(self.bytes))
+        norm = object.__setattr__
+        norm(self, "bytes", None if self.bytes is None else parse_size(self.bytes))
+        norm(self, "duration_s", _duration_s(self.duration_s))
+        for name in ("rate", "queue", "burst"):
+            v = getattr(self, name)
+            if v is not None:
+                norm(self, name, parse_rate(v, minimum=0) if name == "rate" else parse_size(v))
+        if self.loss is not None:
+            norm(self, "loss", parse_fraction(self.loss))
         if self.topology not in ("router", "direct"):
             raise ValueError(f"topology {self.topology!r}: choose 'router' or 'direct'")
-        for name in ("mtu", "path_mtu"):
+        if self.cc not in ("cubic", "reno", "bbr"):
+            raise ValueError(f"congestion control {self.cc!r}: choose cubic, reno or bbr")
+        for name in ("mtu", "path_mtu", "blackhole_mtu"):
             v = getattr(self, name)
             if v is not None and not 576 <= v <= 65535:
                 raise ValueError(f"{name} {v} is out of range: an IPv4 link MTU is 576..65535")
+        if self.blackhole_mtu is not None and self.path_mtu not in (None, self.blackhole_mtu):
+            raise ValueError("--blackhole-mtu sets the router egress MTU itself: drop --path-mtu")
+        if self.mtu_probing not in (None, 0, 1, 2):
+            raise ValueError(f"mtu_probing {self.mtu_probing!r}: net.ipv4.tcp_mtu_probing is 0, 1 or 2")
         if self.ip_version not in (4, 6):
             raise ValueError(f"ip_version {self.ip_version}: choose 4 or 6")
         if self.gso_max_size is not None and not 65536 <= self.gso_max_size <= 524280:
@@ -86,25 +155,34 @@ class LabSettings:
         if self.tunnel not in (None, "vxlan") or (self.tunnel and (self.ip_version != 4
                                                                     or self.topology != "router")):
             raise ValueError(f"tunnel {self.tunnel!r}: the lab has 'vxlan' over IPv4, with the router topology")
-        if self.ip_version == 6 and (self.clamp or self.loss):
-            raise ValueError("clamp and loss use iptables rules for IPv4 only: drop them with ip_version 6")
+        if self.ip_version == 6 and (self.clamp or self.loss or self.drop_gso or self.blackhole_mtu):
+            raise ValueError("clamp, loss, drop_gso and blackhole_mtu use iptables rules for IPv4 only: "
+                             "drop them with ip_version 6")
         hdr = self.ip_tcp_hdr
         if self.mss is not None and not 88 <= self.mss <= self.mtu - hdr:
             raise ValueError(f"MSS {self.mss} does not fit: iperf3 -M takes 88..{self.mtu - hdr} "
                              f"with MTU {self.mtu} (IPv{self.ip_version} + TCP 20 leave {self.mtu - hdr})")
         if self.clamp is not None and not 88 <= self.clamp <= 65495:
             raise ValueError(f"clamp {self.clamp} is out of range: TCPMSS --set-mss takes 88..65495")
-        if self.topology == "direct" and (self.clamp or self.path_mtu):
-            raise ValueError("--clamp and --path-mtu need the router topology")
+        if self.topology == "direct" and (self.clamp or self.path_mtu or self.drop_gso or self.blackhole_mtu
+                                          or self.loss):
+            raise ValueError("--clamp, --path-mtu, --drop-gso, --blackhole-mtu and --loss need the router topology")
         if (self.bytes is None) == (self.duration_s is None):
             raise ValueError("give either bytes (iperf3 -n) or duration_s (iperf3 -t), not both")
         if self.bytes is not None and not 1 <= self.bytes <= 1 << 32:
             raise ValueError(f"bytes {self.bytes} is out of range (1 .. 4G)")
         _check_tc_word("delay", self.delay, r"\d+(\.\d+)?(us|ms|s)", "10ms")
-        _check_tc_word("rate", self.rate, r"\d+(\.\d+)?([kmgKMG]?(bit|bps))", "1Gbit or 100mbit")
-        _check_tc_word("loss", self.loss, r"\d+(\.\d+)?%", "0.1%")
-        if self.loss is not None and float(self.loss[:-1]) > 50:
-            raise ValueError(f"loss {self.loss} is too high for a TCP experiment (at most 50%)")
+        if self.rate is not None and not 8_000 <= self.rate <= 100 * 10**9:
+            raise ValueError(f"rate {self.rate} bit/s is out of range: tbf takes 8kbit..100Gbit, e.g. 500Mbit")
+        if (self.queue is not None or self.burst is not None) and self.rate is None:
+            raise ValueError("--queue and --burst size the tbf of --rate-limit: give --rate-limit too")
+        for name in ("queue", "burst"):
+            v = getattr(self, name)
+            if v is not None and not self.mtu + 14 <= v <= 1 << 30:
+                raise ValueError(f"{name} {v} bytes is out of range: at least one frame "
+                                 f"({self.mtu + 14} bytes) and at most 1 GiB")
+        if self.loss is not None and self.loss > 0.5:
+            raise ValueError(f"loss {self.loss:g} is too high for a TCP experiment (at most 0.5 = 50%)")
         bad = [p for p in self.captures if p not in self.points]
         if bad:
             raise ValueError(f"capture point(s) {bad} do not exist in the {self.topology} "
@@ -113,6 +191,8 @@ class LabSettings:
             raise ValueError("gro_flush_timeout and napi_defer_hard_irqs cannot be negative")
         if self.snaplen < 96:
             raise ValueError(f"snaplen {self.snaplen} cuts TCP headers: use at least 96")
+        if self.iperf_timeout_s is None:
+            norm(self, "iperf_timeout_s", 60.0 if self.duration_s is None else self.duration_s + IPERF_GRACE_S)
 
     @property
     def ip_tcp_hdr(self) -> int:
@@ -124,6 +204,16 @@ class LabSettings:
         """Capture points of the topology, in path order."""
         return ("snd", "router-in", "router-out", "rcv") if self.topology == "router" else ("snd", "rcv")
 
+    @property
+    def egress_mtu(self) -> int:
+        """The MTU of the router's egress (the narrow hop): blackhole_mtu, path_mtu or mtu."""
+        return self.blackhole_mtu or self.path_mtu or self.mtu
+
+    @property
+    def sender_tso(self) -> bool:
+        """TSO on the sender's veth: off with ``loss`` so the wire carries single segments."""
+        return self.tso and self.loss is None
+
     def expected_payload(self) -> int:
         """The full-segment payload (gso_size) TCP should pick for these settings.
 
@@ -132,7 +222,7 @@ class LabSettings:
         which excludes options just like the SYN's MSS).
         """
         opts = 12 if self.timestamps else 0
-        mss = min(self.mtu, self.path_mtu or self.mtu) - self.ip_tcp_hdr
+        mss = min(self.mtu, self.egress_mtu) - self.ip_tcp_hdr
         if self.tunnel:                   # the VXLAN device's MTU: the link's minus the encapsulation
             mss = self.mtu - VXLAN_OVERHEAD - self.ip_tcp_hdr
         for cap in (self.mss, self.clamp):
@@ -215,7 +305,7 @@ class Topology:
             self._veth("snd", "router-in", s.mtu, s.mtu)
             # the narrow hop is the router's egress only: the receiver keeps the full MTU and
             # advertises it, so without a clamp the sender must learn the hop by PMTU discovery
-            self._veth("router-out", "rcv", s.path_mtu or s.mtu, s.mtu)
+            self._veth("router-out", "rcv", s.egress_mtu, s.mtu)
             v6 = s.ip_version == 6
             self.nsx(self.ns["rtr"], ["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1" if v6
                                       else "net.ipv4.ip_forward=1"])
@@ -228,8 +318,10 @@ class Topology:
             self._veth("snd", "rcv", s.mtu, s.mtu)
         for role in ("snd", "rcv"):
             self.nsx(self.ns[role], ["sysctl", "-qw", f"net.ipv4.tcp_timestamps={int(s.timestamps)}"])
+        if s.mtu_probing is not None:
+            self.nsx(self.ns["snd"], ["sysctl", "-qw", f"net.ipv4.tcp_mtu_probing={s.mtu_probing}"])
         onoff = lambda b: "on" if b else "off"  # noqa: E731
-        self._ethtool("snd", tx=onoff(s.tx_csum), tso=onoff(s.tso), gso=onoff(s.gso))
+        self._ethtool("snd", tx=onoff(s.tx_csum), tso=onoff(s.sender_tso), gso=onoff(s.gso))
         self._ethtool("rcv", rx=onoff(s.rx_csum), gro=onoff(s.gro))
         if s.topology == "router":
             self._ethtool("router-out", tso=onoff(s.router_tso), gso=onoff(s.router_gso))
@@ -241,6 +333,7 @@ class Topology:
                 self.nsx(self.ns["rtr"], ["iptables", "-t", "mangle", "-A", "FORWARD", "-p", "tcp",
                                           "--tcp-flags", "SYN,RST", "SYN", "-j", "TCPMSS",
                                           "--set-mss", str(s.clamp)])
+            self._pathologies()
         if s.gso_max_size:
             knob = "gso_max_size" if s.ip_version == 6 else "gso_ipv4_max_size"
             snd = self.ifaces["snd"]
@@ -291,35 +384,41 @@ class Topology:
         """The egress that carries delay/rate/loss: the router's egress, or the sender's."""
         return self.ifaces["router-out" if self.s.topology == "router" else "snd"]
 
+    def _pathologies(self) -> None:
+        """The router's iptables rules for drop_gso, loss and blackhole_mtu (see LabSettings)."""
+        s, rtr, rin = self.s, self.ns["rtr"], self.ifaces["router-in"].name
+        if s.drop_gso:
+            self.nsx(rtr, ["iptables", "-A", "FORWARD", "-i", rin, "-m", "length", "--length",
+                           f"{s.egress_mtu + 1}:65535", "-j", "DROP"])
+        if s.loss:
+            self.nsx(rtr, ["iptables", "-A", "FORWARD", "-i", rin, "-p", "tcp", "-m", "length", "--length",
+                           f"{DATA_MIN_IP_LEN}:65535", "-m", "statistic", "--mode", "random",
+                           "--probability", f"{s.loss:.6f}", "-j", "DROP"])
+        if s.blackhole_mtu:
+            self.nsx(rtr, ["iptables", "-A", "OUTPUT", "-p", "icmp", "--icmp-type", "fragmentation-needed",
+                           "-j", "DROP"])
+
     def _shape(self) -> None:
+        """netem delay and the tbf rate/queue on the bottleneck egress."""
         s = self.s
-        if not (s.delay or s.rate or s.loss):
+        if not (s.delay or s.rate):
             return
         i = self.bottleneck()
         tc = ["tc", "qdisc", "add", "dev", i.name]
-        netem = []
-        if s.delay:
-            netem += ["delay", s.delay]
-        if s.loss:
-            netem += ["loss", s.loss]
-        if netem and not has_qdisc(i.ns, i.name, "netem"):
-            if s.delay:
-                raise safety.LabUnavailable("This kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), "
-                                            "so the lab cannot add delay; drop --delay.")
-            # random loss without netem: the iptables statistic match on the forwarding hop
-            chain, ns = ("FORWARD", self.ns["rtr"]) if s.topology == "router" else ("INPUT", self.ns["rcv"])
-            p = float(s.loss[:-1]) / 100
-            self.nsx(ns, ["iptables", "-A", chain, "-p", "tcp", "-m", "statistic", "--mode", "random",
-                          "--probability", f"{p:.6f}", "-j", "DROP"])
-            netem = []
-        if netem and s.rate:
-            self.nsx(i.ns, tc + ["root", "handle", "1:", "netem"] + netem)
-            self.nsx(i.ns, tc + ["parent", "1:1", "handle", "10:", "tbf", "rate", s.rate,
-                                 "burst", "64kb", "latency", "100ms"])
-        elif netem:
-            self.nsx(i.ns, tc + ["root", "netem"] + netem)
-        elif s.rate:
-            self.nsx(i.ns, tc + ["root", "tbf", "rate", s.rate, "burst", "64kb", "latency", "100ms"])
+        if s.delay and not has_qdisc(i.ns, i.name, "netem"):
+            raise safety.LabUnavailable("This kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), "
+                                        "so the lab cannot add delay; drop --delay.")
+        tbf = []
+        if s.rate:
+            tbf = ["tbf", "rate", f"{s.rate}bit", "burst", str(s.burst or TBF_BURST_BYTES)]
+            tbf += ["limit", str(s.queue)] if s.queue else ["latency", "100ms"]
+        if s.delay and tbf:
+            self.nsx(i.ns, tc + ["root", "handle", "1:", "netem", "delay", s.delay])
+            self.nsx(i.ns, tc + ["parent", "1:1", "handle", "10:"] + tbf)
+        elif s.delay:
+            self.nsx(i.ns, tc + ["root", "netem", "delay", s.delay])
+        else:
+            self.nsx(i.ns, tc + ["root"] + tbf)
 
     def destroy(self) -> None:
         """Delete the run's namespaces (and with them their veths); never raises."""

@@ -119,6 +119,8 @@ P_FROM = {
     "rack_time": lambda sc, d: sc.tcp.rack_time_based,
     "fack": lambda sc, d: sc.tcp.fack,
     "ofo_quick": lambda sc, d: sc.tcp.ofo_quickack,
+    "mtu_probing": lambda sc, d: sc.tcp.mtu_probing,
+    "base_mss": lambda sc, d: sc.tcp.base_mss,
 }
 
 FP_FROM = {

@@ -89,6 +89,14 @@ class Tcp:
     out-of-order or partial segment (Linux < 4.18; a3893637e1eb "tcp: do not
     force quickack when receiving out-of-order packets" removed it); in every
     version duplicate data does.
+    ``mtu_probing``: ``net.ipv4.tcp_mtu_probing``: 0 off; 1 black-hole
+    detection (``tcp_write_timeout``: once the RTOs have lasted
+    ``tcp_model_timeout(retries1=3)`` = 15 x 200 ms, ``tcp_mtu_probing``
+    turns probing on and the MSS drops to ``base_mss``), then probing
+    (``tcp_mtu_probe``) searches the path MTU upwards; 2 probing from the start.
+    ``base_mss``: ``net.ipv4.tcp_base_mss``, where ``tcp_mtup_init`` starts
+    ``search_low``. :func:`kernel_rules` gives the version knobs of a Linux
+    release (``Tcp(**kernel_rules("4.4"))``).
     """
 
     mss: int | None = None
@@ -111,9 +119,14 @@ class Tcp:
     rack_time_based: bool = True
     fack: bool = False
     ofo_quickack: bool = False
+    mtu_probing: int = 0
+    base_mss: int = 1024
 
     def __post_init__(self):
         _check_bools(self)
+        if self.mtu_probing not in (0, 1, 2) or isinstance(self.mtu_probing, bool):
+            raise ValueError(f"mtu_probing {self.mtu_probing!r}: net.ipv4.tcp_mtu_probing is 0, 1 or 2")
+        _check_int("base MSS", self.base_mss, 48, 65495, " (net.ipv4.tcp_base_mss, Linux uses 1024)")
         if self.cc not in CC_NAMES:
             raise ValueError(f"congestion control {self.cc!r} is not modelled; choose one of {', '.join(CC_NAMES)}")
         if self.mss is not None:
@@ -135,6 +148,34 @@ class Tcp:
     @property
     def tcp_hlen(self) -> int:
         return TCP_HLEN + self.options_bytes
+
+
+#: Linux releases whose TCP rules ``--kernel`` knows (the version knobs of Tcp change between them)
+KERNELS = ("4.4", "4.7", "4.9", "4.10", "4.11", "4.14", "4.18", "4.19", "5.4", "5.10", "5.12", "5.15",
+           "6.1", "6.6", "6.12", "6.18")
+NEWEST_KERNEL = KERNELS[-1]
+
+
+def kernel_rules(version: str | None = None) -> dict:
+    """The Tcp version knobs of one Linux release, e.g. ``kernel_rules("4.9")`` (None: the newest).
+
+    Each knob's first release is in the Tcp docstring; a release between two
+    listed ones takes the older one's rules.
+    """
+    text = NEWEST_KERNEL if version is None else str(version).strip()
+    m = re.fullmatch(r"(\d+)\.(\d+)(?:\.\d+)?", text)
+    v = (int(m.group(1)), int(m.group(2))) if m else None
+    if v is None or v < (4, 4) or v > tuple(map(int, NEWEST_KERNEL.split("."))):
+        raise ValueError(f"kernel {version!r}: give a Linux release X.Y from 4.4 to {NEWEST_KERNEL} "
+                         f"(e.g. {', '.join(KERNELS[::3])})")
+    return {"tso_retransmits": v >= (4, 7), "rack_time_based": v >= (4, 10), "rack_reo_timer": v >= (4, 11),
+            "fack": v <= (4, 14), "ofo_quickack": v < (4, 18), "psh_on_gso": v >= (5, 4),
+            "prr_ss_una": v >= (5, 12)}
+
+
+def with_kernel(sc: "Scenario", version: str | None = None) -> "Scenario":
+    """The same scenario with the TCP rules of another Linux release (``--kernel``)."""
+    return sc.replace(tcp=dataclasses.replace(sc.tcp, **kernel_rules(version)))
 
 
 @dataclass(frozen=True)
@@ -442,20 +483,24 @@ class Scenario:
                mss: int | None = None, mtu: int = 1500, path_mtu: int | None = None, tso: bool = True,
                gso: bool | None = None, gro: bool = True, nic: str = "hw-tso", cc: str = "cubic",
                duration_ns: int | None = None, bytes_per_flow: int | None = None, flows: int = 1,
-               seed: int = 1, queue_packets: int | None = None, icmp: bool = False, **scenario) -> "Scenario":
+               seed: int = 1, queue_packets: int | None = None, icmp: bool = False, queue_bytes: int | None = None,
+               kernel: str | None = None, mtu_probing: int = 0, **scenario) -> "Scenario":
         """One bottleneck hop of ``rate_bps`` and ``rtt_ns``; the NIC runs at max(rate, 1 Gbit/s).
 
         The default queue holds one bandwidth-delay product (at least 100 packets), capped at what
-        the flows' receive windows can put in flight (a bigger queue never fills).
+        the flows' receive windows can put in flight (a bigger queue never fills); ``queue_bytes``
+        alone makes it a byte limit (a tbf ``limit``). ``kernel``: the TCP rules of that Linux
+        release (:func:`kernel_rules`, default the newest).
         """
-        if queue_packets is None:
+        if queue_packets is None and queue_bytes is None:
             bdp_pkts = rate_bps * rtt_ns // 8 // 10**9 // max(mtu, 576)
             payload = mss or min(mtu, path_mtu or mtu) - IP_HLEN - TCP_HLEN - tcp_options_bytes(True)
             in_flight = flows * Tcp().rwnd_bytes // max(payload, 8) + 64
             queue_packets = int(max(100, min(bdp_pkts, in_flight)))
         hop = Hop("path", rate_bps=rate_bps, delay_ns=rtt_ns // 2, mtu=mtu if path_mtu is None else path_mtu,
-                  loss=loss, queue_packets=queue_packets, icmp=icmp)
-        return cls(tcp=Tcp(mss=mss, cc=cc), nic=Nic(model=nic, tso=tso, gso=tso if gso is None else gso,
+                  loss=loss, queue_packets=queue_packets, queue_bytes=queue_bytes, icmp=icmp)
+        tcp = Tcp(mss=mss, cc=cc, mtu_probing=mtu_probing, **kernel_rules(kernel))
+        return cls(tcp=tcp, nic=Nic(model=nic, tso=tso, gso=tso if gso is None else gso,
                                                      mtu=mtu, rate_bps=max(rate_bps, 1_000_000_000)),
                    path=(hop,), receiver=Receiver(gro=gro), flows=flows, bytes_per_flow=bytes_per_flow,
                    duration_ns=duration_ns, seed=seed, **scenario)

@@ -19,6 +19,7 @@ from .layout import (AK_FLOW, EV_ACK, EV_DELACK, EV_HOP, EV_ICMP, EV_POLL, EV_RE
                      F_TOTAL, G_ATOP, G_DELIV, G_DONE_FLOWS, G_EVENTS, G_FTOP, G_HN, G_NOW, G_OVERFLOW, G_SMPN,
                      G_SMP_INT, HEAP_SHIFT, INF, P_BASE_RTT, P_END_NS, P_FLOWS, P_IW, P_MAX_EVENTS, P_MAX_RTO,
                      P_MIN_RTO, P_MSS, P_QUICK, P_SAMPLE_NS, P_TOTAL, SMP_CAP, TK_NONE)
+from .mtu import tcp_mtup_init
 from .receiver import poll, send_ack
 from .sender import arm, on_ack, on_icmp, on_reo, on_timer, send, set_timer
 from .world import heap_pop, heap_push, push_free, rec_ack
@@ -69,6 +70,7 @@ def _init(W):
             F[f, k] = 0
         F[f, F_TOTAL] = W.FP[f, FP_TOTAL]
         F[f, F_MSS] = P[P_MSS]
+        tcp_mtup_init(W, f)
         F[f, F_CWND] = P[P_IW]
         F[f, F_SSTHRESH] = INF
         F[f, F_SRTT] = base_rtt                       # from the handshake

@@ -22,7 +22,7 @@ from .layout import (EV_REO, F_CWND, F_DUPACKS, F_HIGH_LOST_U, F_HIGH_SACK_U, F_
                      F_RACK_X, F_RECOVER_FS, F_REO_EVT, F_RETRANS, F_RTX_HINT, F_SACKED, F_SND_NXT, F_SND_UNA,
                      F_SSTHRESH, F_STATE, F_TLP_HIGH, F_UNA_U, G_RECOV, INF, P_FACK, P_RACK_TIME, P_REO_TIMER,
                      P_SACK, P_UCAP, RACK_REO_WND_4X_NS, ST_OPEN, ST_RECOVERY, UF_EVER, UF_HEAD, UF_LOST, UF_RETRANS,
-                     UF_SACKED)
+                     UF_SACKED, F_MSS, F_PROBE_MTU, F_PROBE_S, F_SEARCH_HI, ST_LOSS)
 from .world import heap_push
 
 
@@ -238,6 +238,21 @@ def recovery_state(W, f, prior_infl):
             F[f, F_CWND] = max(F[f, F_SSTHRESH], 1)                    # tcp_end_cwnd_reduction
         F[f, F_STATE] = ST_OPEN
         state = ST_OPEN
+    if (state == ST_OPEN and F[f, F_LOST] > 0 and F[f, F_PROBE_MTU] > 0
+            and F[f, F_SND_UNA] == F[f, F_PROBE_S]):
+        # MTU probe failure (tcp_fastretrans_alert): tcp_mtup_probe_failed, the cwnd back, and
+        # tcp_simple_retransmit instead of a recovery
+        F[f, F_SEARCH_HI] = F[f, F_PROBE_MTU] - 1
+        F[f, F_PROBE_MTU] = 0
+        F[f, F_CWND] += 1
+        m = W.P[P_UCAP] - 1
+        for u in range(F[f, F_UNA_U], F[f, F_NXT_U]):
+            fl = W.U[f, u & m, 2]
+            if (fl & (UF_SACKED | UF_LOST)) == 0 and W.U[f, u & m, 1] - W.U[f, u & m, 0] > F[f, F_MSS]:
+                mark_one(W, f, u)
+        F[f, F_STATE] = ST_LOSS
+        F[f, F_HIGH_SEQ] = F[f, F_SND_NXT]
+        return ST_LOSS
     if state == ST_OPEN and F[f, F_LOST] > 0:
         F[f, F_STATE] = ST_RECOVERY                                    # tcp_enter_recovery (PRR)
         state = ST_RECOVERY

@@ -12,7 +12,9 @@ lost units of one skb, up to cwnd - in_flight and tso_segs units, Linux >=
 4.7; one MSS with ``P_RTX_TSO = 0``). ``on_ack``: cumulative ACK, SACK, RTT
 (Karn; timestamps), RTO = srtt + max(4 rttvar, min_rto) with backoff; TLP
 (PTO = max(2 srtt, 10 ms)); RTO: cwnd 1, every unit lost. ``on_icmp``: PMTU
-discovery lowers the MSS (units are split first, ``tcp_fragment``).
+discovery lowers the MSS (units are split first, ``tcp_fragment``). MTU probing
+(``mtu``): ``send`` sends the probes (``tcp_mtu_probe``), ``on_ack`` takes their
+success, ``on_timer`` runs the black-hole detection of ``tcp_write_timeout``.
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ from ..segment import (NIC_DROP_GSO, NIC_SW_GSO, nic_chunk_size, nic_effective, 
 from .congestion import cc_ssthresh, cong_avoid, hystart
 from .layout import (AK_ACK, AK_N, AK_S0, AK_TSECR, CC_CUBIC, EV_HOP, EV_TIMER, FF_EPOCH, FP_CC, F_BACKOFF, F_CWND,
                      F_CWND_CNT, F_DUPACKS, F_HIGH_LOST_U, F_HIGH_SACK_U, F_HIGH_SEQ, F_HS_FOUND, F_IPID, F_LOST,
-                     F_MARK_PTR, F_MAXOUT, F_MAXOUT_SEQ, F_MIN_RTT, F_MSS, F_NXT_U, F_PRR_OUT, F_RACK_PTR, F_RETRANS,
+                     F_MARK_PTR, F_MAXOUT, F_MTUP_ON, F_PMSS, F_PROBE_E, F_PROBE_MTU, F_PROBE_S, F_RTX_STAMP,
+                     F_SEARCH_HI, F_SEARCH_LO, P_MTU_PROBING, F_MAXOUT_SEQ, F_MIN_RTT, F_MSS, F_NXT_U, F_PRR_OUT, F_RACK_PTR, F_RETRANS,
                      F_RETX_UNITS, F_RTO, F_RTO_STREAK, F_RTTVAR, F_RTX_HINT, F_SACKED, F_SND_NXT, F_SND_UNA, F_SRTT,
                      F_SSTHRESH, F_STATE, F_TAT, F_TEVT, F_TKIND, F_TLP_HIGH, F_TOTAL, F_UNA_U, G_FTOP, G_HN,
                      G_NIC_BUSY, G_NIC_DROP_BYTES, G_NIC_DROP_PKTS, G_RETX_PKTS, G_RETX_UNITS, G_RTOS, G_SENT_BYTES,
@@ -34,6 +37,7 @@ from .layout import (AK_ACK, AK_N, AK_S0, AK_TSECR, CC_CUBIC, EV_HOP, EV_TIMER, 
                      P_MAX_RTO, P_MIN_RTO, P_NIC, P_NIC_RATE, P_PRR_UNA, P_PSH_GSO, P_RTX_TSO, P_RWND, P_SACK, P_THL,
                      P_TLP, P_TS, P_TSO, P_UCAP, ST_LOSS, ST_OPEN, ST_RECOVERY, TK_NONE, TK_RTO, TK_TLP, UF_EVER,
                      UF_HEAD, UF_LOST, UF_RETRANS, UF_SACKED)
+from .mtu import MTUP_BLACKHOLE_NS, TCP_PROBE_THRESHOLD, tcp_mtu_probing, tcp_mtup_probe_success, tcp_sync_mss
 from .recovery import (find_unit, in_flight, mark_lost, mark_one, prr, rack_update, recovery_state, skip_sacked,
                        split_unit)
 from .world import heap_push, pk_alloc, pk_free, rec_pkt, ser_ns
@@ -185,6 +189,52 @@ def _emit(W, f, now, seq, length, retx):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def _tcp_mtu_probe(W, f, now):
+    """tcp_mtu_probe: send one packet of the middle of [search_low, search_high] as new data.
+
+    Returns 1 (sent), 0 (wait: the cwnd must drain first, nothing new goes out) or -1 (no probe now).
+    """
+    P = W.P
+    F = W.F
+    if not F[f, F_MTUP_ON] or F[f, F_PROBE_MTU] or F[f, F_STATE] != ST_OPEN or F[f, F_CWND] < 11:
+        return -1
+    hdr = 20 + P[P_THL]
+    probe = ((F[f, F_SEARCH_HI] + F[f, F_SEARCH_LO]) >> 1) - hdr
+    mss = F[f, F_MSS]
+    if probe > F[f, F_SEARCH_HI] - hdr or F[f, F_SEARCH_HI] - F[f, F_SEARCH_LO] < TCP_PROBE_THRESHOLD:
+        return -1                                        # tcp_mtu_check_reprobe: every 600 s only
+    needed = probe + 4 * mss                             # (tp->reordering + 1) * mss_cache
+    nxt = F[f, F_SND_NXT]
+    total = F[f, F_TOTAL]
+    if (total >= 0 and total - nxt < needed) or P[P_RWND] < needed:
+        return -1
+    if nxt + needed > F[f, F_SND_UNA] + P[P_RWND]:
+        return 0
+    infl = in_flight(F, f)
+    if infl + 2 > F[f, F_CWND]:
+        return 0 if infl > 0 else -1
+    m = P[P_UCAP] - 1
+    if F[f, F_NXT_U] + 1 - F[f, F_UNA_U] >= P[P_UCAP] or W.G[G_HN] + 200 > W.H.shape[0] or W.G[G_FTOP] < 200:
+        return 0
+    u = F[f, F_NXT_U]
+    W.U[f, u & m, 0] = nxt
+    W.U[f, u & m, 1] = nxt + probe
+    W.U[f, u & m, 2] = UF_HEAD
+    W.U[f, u & m, 3] = now
+    F[f, F_NXT_U] += 1
+    F[f, F_SND_NXT] = nxt + probe
+    F[f, F_PRR_OUT] += 1
+    F[f, F_MSS] = probe                                  # one packet of probe bytes, not a GSO packet
+    _emit(W, f, now, nxt, probe, 0)
+    F[f, F_MSS] = mss
+    F[f, F_CWND] -= 1                                    # "we are sending effectively two packets"
+    F[f, F_PROBE_MTU] = probe + hdr
+    F[f, F_PROBE_S] = nxt
+    F[f, F_PROBE_E] = nxt + probe
+    return 1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def send(W, f, now):
     """tcp_xmit_retransmit_queue, then tcp_write_xmit. Returns the number of new-data packets sent."""
     P = W.P
@@ -241,8 +291,12 @@ def send(W, f, now):
                 arm(W, f, TK_RTO, now + _rto_eff(W, f))     # the head went out again: restart the RTO
             u += k
         F[f, F_RTX_HINT] = u
-    # 2) new data
+    # 2) new data, after an MTU probe when one is due
     total = F[f, F_TOTAL]
+    probed = _tcp_mtu_probe(W, f, now)
+    if probed == 0:
+        return sent
+    sent += max(probed, 0)
     while total < 0 or F[f, F_SND_NXT] < total:
         infl = in_flight(F, f)
         cwnd = F[f, F_CWND]
@@ -355,6 +409,8 @@ def on_ack(W, f, aid, now):
         if F[f, F_UNA_U] < F[f, F_NXT_U]:
             # the head unit may now be partly acked: its first byte moves up (tcp_trim_head)
             W.U[f, F[f, F_UNA_U] & m, 2] |= UF_HEAD
+        if F[f, F_PROBE_MTU] > 0 and ack >= F[f, F_PROBE_E]:
+            tcp_mtup_probe_success(W, f)                 # tcp_clean_rtx_queue
     # SACK blocks
     n = AK[aid, AK_N]
     for b in range(n):
@@ -470,8 +526,12 @@ def on_timer(W, f, now):
         F[f, F_TLP_HIGH] = F[f, F_SND_NXT]
         arm(W, f, TK_RTO, now + _rto_eff(W, f))
         return
-    # RTO: tcp_enter_loss
+    # RTO: tcp_write_timeout's black-hole detection, then tcp_enter_loss
     W.G[G_RTOS] += 1
+    if F[f, F_RTO_STREAK] == 0:
+        F[f, F_RTX_STAMP] = now                         # tp->retrans_stamp: the first retransmission
+    elif P[P_MTU_PROBING] and now - F[f, F_RTX_STAMP] > MTUP_BLACKHOLE_NS:
+        tcp_mtu_probing(W, f)
     if F[f, F_STATE] != ST_LOSS or F[f, F_RTO_STREAK] == 0:
         F[f, F_SSTHRESH] = cc_ssthresh(W, f)
     F[f, F_RTO_STREAK] += 1
@@ -506,9 +566,11 @@ def on_icmp(W, f, mtu, now):
     F = W.F
     m = P[P_UCAP] - 1
     new = max(mtu - 20 - P[P_THL], 48)
-    if new >= F[f, F_MSS]:
+    if new >= F[f, F_PMSS]:
         return
-    F[f, F_MSS] = new
+    F[f, F_PMSS] = new
+    tcp_sync_mss(W, f)
+    new = F[f, F_MSS]
     for u in range(F[f, F_UNA_U], F[f, F_NXT_U]):
         fl = W.U[f, u & m, 2]
         if (fl & (UF_SACKED | UF_LOST)) == 0 and W.U[f, u & m, 1] - W.U[f, u & m, 0] > new:

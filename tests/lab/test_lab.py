@@ -17,7 +17,7 @@ from offloadkit.lab import REFUSAL, LabSettings, safety
 from offloadkit.lab.runner import _tcpdump_stats
 from offloadkit.units import parse_size
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 kernel = pytest.mark.kernel
@@ -34,11 +34,24 @@ def _offloadkit(*args, env=None, timeout=120, **kw):
     (dict(mss=1600), "MSS 1600 does not fit"),
     (dict(mss=9000, mtu=9000), "MSS 9000 does not fit"),
     (dict(mtu=100), "mtu 100 is out of range"),
-    (dict(rate="fast"), "write it like 1Gbit"),
+    (dict(rate="fast"), "cannot read rate"),
+    (dict(rate="0bit"), "rate 0 bit/s is out of range"),
+    (dict(rate="1Mbit", queue="100"), "queue 100 bytes is out of range"),
+    (dict(queue="64KB"), "give --rate-limit too"),
     (dict(delay="10 ms"), "write it like 10ms"),
-    (dict(loss="0.1"), "write it like 0.1%"),
+    (dict(loss="often"), "cannot read"),
     (dict(loss="90%"), "too high"),
+    (dict(loss="1.5"), "1.5"),
     (dict(duration_s=2), "not both"),
+    (dict(bytes=None, duration_s=0), "more than 0 s"),
+    (dict(bytes=None, duration_s="0s"), "more than 0 s"),
+    (dict(bytes=None, duration_s=-5.0), "more than 0 s"),
+    (dict(bytes=None, duration_s=float("nan")), "more than 0 s"),
+    (dict(bytes=None, duration_s="nan"), "cannot read time"),
+    (dict(bytes=None, duration_s=7200), "at most 3600 s"),
+    (dict(mtu_probing=3), "tcp_mtu_probing is 0, 1 or 2"),
+    (dict(blackhole_mtu=1400, path_mtu=1300), "drop --path-mtu"),
+    (dict(topology="direct", drop_gso=True, captures=("snd", "rcv")), "router topology"),
     (dict(bytes=None), "not both"),
     (dict(topology="direct", clamp=1452), "router topology"),
     (dict(topology="direct"), "do not exist in the direct topology"),
@@ -61,11 +74,79 @@ def test_expected_payload_is_the_kernel_formula(kw):
     assert s.expected_payload() == min(caps) - (12 if s.timestamps else 0)
 
 
+def test_numbers_are_read_with_the_kit_units():
+    s = LabSettings(rate="500Mbit", queue="64KB", burst="32KiB", loss="1%", bytes=None, duration_s="8s")
+    assert (s.rate, s.queue, s.burst, s.loss, s.duration_s) == (500_000_000, 64_000, 32768, 0.01, 8.0)
+    assert LabSettings(loss="0.01").loss == 0.01 and LabSettings(loss=0.02).loss == 0.02
+
+
+@pytest.mark.parametrize("seconds", [58, 90, 600])
+def test_iperf_gets_the_duration_plus_a_grace(seconds):
+    s = LabSettings(bytes=None, duration_s=seconds)
+    assert s.iperf_timeout_s == seconds + 30
+    assert LabSettings().iperf_timeout_s == 60
+
+
+def test_loss_puts_single_segments_on_the_routers_wire():
+    assert LabSettings(loss="1%").sender_tso is False and LabSettings().sender_tso is True
+    assert LabSettings(blackhole_mtu=1400).egress_mtu == 1400
+    assert LabSettings(blackhole_mtu=1400).expected_payload() == 1400 - 40 - 12
+
+
 def test_sizes_and_tcpdump_counters_are_read():
     assert parse_size("4M") == 4_000_000 and parse_size("64KiB") == 65536 and parse_size(1000) == 1000
     text = ("tcpdump: listening on oklrin0, link-type EN10MB (Ethernet), snapshot length 128 bytes\n"
             "63 packets captured\n145 packets received by filter\n2 packets dropped by kernel\n")
     assert _tcpdump_stats(text) == {"captured": 63, "received": 145, "dropped": 2}
+
+
+def test_snmp_counters_are_read_by_nstat_names():
+    from offloadkit.lab.runner import parse_snmp
+    text = ("Tcp: RtoAlgorithm RtoMin RetransSegs\nTcp: 1 200 17\n"
+            "TcpExt: TCPTimeouts TCPLossProbes\nTcpExt: 3 5\n")
+    assert parse_snmp(text) == {"TcpRtoAlgorithm": 1, "TcpRtoMin": 200, "TcpRetransSegs": 17,
+                                "TcpExtTCPTimeouts": 3, "TcpExtTCPLossProbes": 5}
+
+
+def test_owner_is_the_pid_and_its_start_time():
+    me = os.getpid()
+    start = safety.start_ticks(me)
+    assert start is not None and safety.run_tag() == f"{me}-{start}"
+    assert safety.owner_alive(me, start) and safety.owner_alive(me, None)
+    assert not safety.owner_alive(me, start + 1), "a recycled pid is not the owner"
+    m = safety.NS_RE.match(safety.ns_name(safety.run_tag(), "snd"))
+    assert m and (int(m.group(1)), int(m.group(2))) == (me, start)
+    assert safety.NS_RE.match("okl-123-snd").group(2) is None
+
+
+def test_sweep_removes_temp_folders_of_a_recycled_pid():
+    me, start = os.getpid(), safety.start_ticks(os.getpid())
+    stale = tempfile.mkdtemp(prefix=f"okl-captures-{me}-{start + 1}-")
+    mine = tempfile.mkdtemp(prefix=f"okl-captures-{me}-{start}-")
+    try:
+        removed = safety.sweep_temp()
+        assert stale in removed and not os.path.exists(stale)
+        assert mine not in removed and os.path.exists(mine)
+    finally:
+        shutil.rmtree(mine, ignore_errors=True)
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def test_a_signal_while_the_scratch_folder_goes_is_delivered_after(monkeypatch):
+    real = shutil.rmtree
+    seen = []
+
+    def rmtree_interrupted(path, **kw):
+        os.kill(os.getpid(), signal.SIGTERM)  # a kill during teardown
+        seen.append(path)
+        real(path, **kw)
+
+    monkeypatch.setattr(safety.shutil, "rmtree", rmtree_interrupted)
+    with pytest.raises(safety.LabInterrupted):
+        with safety.signals_raise():
+            with safety.scratch_dir("captures") as d:
+                assert os.path.isdir(d)
+    assert seen == [d] and not os.path.exists(d)
 
 
 def test_safety_never_touches_names_without_the_prefix():
@@ -86,21 +167,49 @@ def test_forced_refusal_is_one_sentence_and_exit_2(action):
     assert p.stdout == ""
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to an unprivileged user")
 def test_unprivileged_user_gets_the_refusal():
-    # nobody cannot write numba's cache next to the sources: give it a cache dir of its own
-    cache = tempfile.mkdtemp(prefix="okl-test-numba-")
-    os.chmod(cache, 0o777)
-    try:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        env.pop(safety.FORCE_REFUSE_ENV, None)
-        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                            sys.executable, "-m", "offloadkit", "lab", "run", "--bytes", "64K"],
-                           capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
+    """In a forked child that became nobody: the modules are already loaded, so where the
+    checkout lies (a folder nobody cannot read) does not matter."""
+    import io
+    from contextlib import redirect_stderr
+    from offloadkit.cli import main
+    import offloadkit.commands.lab  # noqa: F401 - loaded before the fork
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 99
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            os.environ.pop(safety.FORCE_REFUSE_ENV, None)
+            err = io.StringIO()
+            with redirect_stderr(err):
+                code = main(["lab", "run", "--bytes", "64K"])
+            os.write(write, err.getvalue().encode())
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as f:
+        stderr = f.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 2, stderr
+    assert stderr.strip() == REFUSAL
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--duration", "-5"], "--duration"), (["--duration", "nan"], "--duration"),
+    (["--duration", "0"], "more than 0 s"), (["--rate-limit", "0bit"], "out of range"),
+    (["--rate", "1e400Mbit"], "--rate-limit"), (["--loss", "2"], "--loss"), (["--queue", "64KB"], "--rate-limit"),
+])
+def test_bad_numbers_fail_before_the_lab_is_built(args, words):
+    env = dict(os.environ, **{safety.FORCE_REFUSE_ENV: "1"})  # it would refuse after the settings
+    p = _offloadkit("lab", "run", *args, env=env)
     assert p.returncode == 2, p.stderr
-    assert p.stderr.strip() == REFUSAL
+    assert len(p.stderr.strip().splitlines()) == 1 and words in p.stderr, p.stderr
+    assert "not both" not in p.stderr
 
 
 def test_bad_knob_is_one_line_exit_2():
@@ -130,7 +239,7 @@ def _gone(pid: int) -> bool:
 def _start_worker(tmp_path):
     """A lab run long enough to be killed midway; returns (process, pids inside its namespaces)."""
     p = subprocess.Popen([sys.executable, "-m", "offloadkit", "lab", "run", "--topology", "direct",
-                          "--duration", "30", "--rate", "20mbit", "--json"],
+                          "--duration", "30", "--rate-limit", "20Mbit", "--json"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     inside: list[int] = []
