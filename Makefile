@@ -1,21 +1,29 @@
 # offloadkit: `make lab` runs the kit, `make test` runs the tests.
+# make lab ARGS="--port 8899 --no-browser"   passes Jupyter options; as root --allow-root is added.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+ARGS   ?=
 APT_TOOLS := tcpdump tshark iperf3 chromium ethtool iproute2 iptables
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 export NUMBA_NUM_THREADS ?= 1
 
-.PHONY: lab test test-fast test-browser reproduce bench system-tools clean docs
+.PHONY: lab test test-fast test-browser lint wheel wheel-check reproduce warmup bench fuzz system-tools clean docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,browser,docs]'
+# `make lab` needs the kit and JupyterLab/Voila; `make test` adds the test, browser and docs extras.
+$(VENV)/.installed-lab: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[lab]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
-	touch $(STAMP)
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[lab,test,browser,docs]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@ $(VENV)/.installed-lab
 
 # Debian tools the tests use (real tcpdump/tshark oracles, the kernel lab, the browser).
 # Installed only when running as root and something is missing; otherwise those tests skip.
@@ -27,30 +35,50 @@ system-tools:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_TOOLS) >/dev/null; \
 	fi
 
-lab: $(STAMP)
-	$(BIN)/python -m offloadkit.warmup
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+warmup: $(VENV)/.installed-lab
+	$(BIN)/offloadkit warmup
 
-test: $(STAMP) system-tools
-	$(BIN)/python -m offloadkit.warmup
-	$(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider
+lab: $(VENV)/.installed-lab
+	$(BIN)/offloadkit warmup
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(ALLOW_ROOT) $(ARGS)
 
-test-browser: $(STAMP) system-tools
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+
+# The unit, property, oracle and browser tests in the checkout, then the installed wheel
+# (reproduce, dashboards, the notebooks under nbval) in a fresh venv outside it.
+test: $(VENV)/.installed-test system-tools lint
+	$(BIN)/offloadkit warmup
+	$(BIN)/python -m pytest tests -p no:cacheprovider
+	bash .ci/wheel-check $(BIN)/python
+
+# Mutated captures through the reader, gro, segment, doctor; random export command lines:
+# 10,000 cases per verb, counts of exits and tracebacks; failing inputs kept in fuzz-failures/.
+fuzz: $(VENV)/.installed-test
+	$(BIN)/python tests/fuzz/harness.py --cases 10000 --keep fuzz-failures
+
+test-browser: $(VENV)/.installed-test system-tools
 	$(BIN)/python -m pytest tests/browser -p no:cacheprovider
 
-test-fast: $(STAMP)
+test-fast: $(VENV)/.installed-test
 	$(BIN)/python -m pytest tests -m "not kernel and not browser" -x -q
 
-reproduce: $(STAMP)
+wheel: $(VENV)/.installed-test
+	$(BIN)/python -m build --outdir dist .
+
+wheel-check: $(VENV)/.installed-test
+	bash .ci/wheel-check $(BIN)/python
+
+reproduce: $(VENV)/.installed-lab
 	$(BIN)/offloadkit reproduce
 
 # The static site (offline HTML: notebooks with their stored outputs, API, CLI, instructor guide) in build/docs/html.
-docs: $(STAMP)
+docs: $(VENV)/.installed-test
 	$(BIN)/python docs/build.py build/docs
 
-bench: $(STAMP)
+bench: $(VENV)/.installed-test
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info
 	find . -name __pycache__ -prune -exec rm -rf {} +

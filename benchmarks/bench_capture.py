@@ -9,10 +9,20 @@ Ethernet/IP/TCP and collect the header fields) and the kit's dpkt reference
 reader. The dpkt baselines run on the first ``--baseline`` packets (a full
 million takes minutes); rates are packets per second, ratios are rate ratios.
 Goal: 1 million packets in <= 3 s and >= 10x the bare dpkt loop.
+
+    python -m benchmarks.bench_capture --verbs [N ...]
+
+times the verbs (``gro``, ``doctor``, ``segment``, ``export``) as commands against
+``tcpdump -r IN -w OUT`` and ``tshark -r IN`` on the same files in the same run
+(wall time and peak RSS by /usr/bin/time), and checks that a pcapng.gz of the
+capture gives ``gro`` output byte-identical to the pcap's.
 """
 from __future__ import annotations
 
 import argparse
+import gzip
+import shutil
+import subprocess
 import struct
 import sys
 import tempfile
@@ -22,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from offloadkit import codes as C
-from offloadkit.io import capture, pcap
+from offloadkit.io import capture, pcap, pcapng
 from offloadkit.trace import Trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -97,11 +107,77 @@ def timed(fn, *args, repeat: int = 1):
     return best, res
 
 
+def make_tso_pcap(path: Path, n: int) -> None:
+    """N header-only TSO super-packets of 64,000 payload bytes (IP total length from the header)."""
+    k = np.arange(n)
+    t = Trace.from_columns(src_ip=0xC6120001, dst_ip=0xC6120002, sport=40000, dport=5201, seq=1 + k * 64000,
+                           ack=1, flags=C.ACK, payload_len=64000, opt_ts=True, tsval=k, tsecr=k, window=502,
+                           ip_id=k, time_ns=k * 50_000, tcp_hlen=32, ip_len=64052)
+    pcap.write_pcap(path, t, header_only=True, snaplen=96)
+
+
+def measured(argv: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of one command, by /usr/bin/time."""
+    p = subprocess.run(["/usr/bin/time", "-f", "%e %M", *argv], capture_output=True, text=True, check=False)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.strip()[-300:]}")
+    wall, rss_kb = p.stderr.strip().splitlines()[-1].split()
+    return float(wall), int(rss_kb) / 1024
+
+
+def verbs(n: int, d: Path) -> None:
+    """Every verb against ``tcpdump -r IN -w OUT`` and ``tshark -r IN`` on the same files, in this run."""
+    kit = [sys.executable, "-m", "offloadkit"]
+    bulk, tso = d / "bulk.pcap", d / "tso.pcap"
+    make_header_only_pcap(bulk, n)
+    make_tso_pcap(tso, max(n // 30, 1))
+    rows = []
+    base = {}
+    for name, src in (("bulk", bulk), ("tso", tso)):
+        base[name] = measured(["tcpdump", "-r", str(src), "-w", str(d / f"td-{name}.pcap")])
+        rows.append((f"tcpdump -r -w ({name})", *base[name], 1.0))
+        if shutil.which("tshark"):
+            w, m = measured(["tshark", "-n", "-r", str(src)])
+            rows.append((f"tshark -r ({name})", w, m, w / base[name][0]))
+    for label, argv, ref in (
+            ("offloadkit gro", [*kit, "gro", str(bulk), str(d / "g.pcap")], "bulk"),
+            ("offloadkit doctor", [*kit, "doctor", str(bulk)], "bulk"),
+            ("offloadkit segment", [*kit, "segment", str(tso), str(d / "s.pcap"), "--mss", "1448"], "tso"),
+            ("offloadkit export", [*kit, "export", "rtl8139", str(d / "x.pcap")], "bulk")):
+        w, m = measured(argv)
+        rows.append((label, w, m, w / base[ref][0]))
+    seg_out = d / "s.pcap"
+    w, m = measured(["tcpdump", "-r", str(seg_out), "-w", str(d / "td-seg.pcap")])
+    rows.append(("tcpdump -r -w (segment's output)", w, m, 1.0))
+    seg_ratio = next(r[1] for r in rows if r[0] == "offloadkit segment") / w
+    ng = d / "bulk.pcapng.gz"
+    pcapng_bytes = d / "bulk.pcapng"
+    r2, i2 = capture.read_records(bulk)
+    pcapng.write_records(pcapng_bytes, r2, i2.snaplen, nano=False)    # as tcpdump/editcap write it
+    ng.write_bytes(gzip.compress(pcapng_bytes.read_bytes(), compresslevel=1))
+    measured([*kit, "gro", str(ng), str(d / "g2.pcap")])
+    same = (d / "g.pcap").read_bytes() == (d / "g2.pcap").read_bytes()
+    print(f"\n{n:,} header-only packets (bulk flow with ACKs); {max(n // 30, 1):,} TSO super-packets for segment")
+    print(f"{'command':34s} {'wall s':>8s} {'peak MB':>8s} {'x tcpdump':>10s}")
+    for label, wall, mb, ratio in rows:
+        print(f"{label:34s} {wall:8.2f} {mb:8.0f} {ratio:10.1f}")
+    print(f"segment against tcpdump copying its output: {seg_ratio:.1f}x (goal <= 5x; RSS goal <= 400 MB)")
+    print(f"gro on bulk.pcapng.gz gives byte-identical output to bulk.pcap: {same}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--packets", type=int, default=1_000_000)
     ap.add_argument("--baseline", type=int, default=100_000)
+    ap.add_argument("--verbs", type=int, nargs="*", metavar="N",
+                    help="instead: time gro/doctor/segment/export against tcpdump and tshark at N packets "
+                         "(default 1000000 10000000)")
     a = ap.parse_args()
+    if a.verbs is not None:
+        for n in a.verbs or (1_000_000, 10_000_000):
+            with tempfile.TemporaryDirectory() as d:
+                verbs(n, Path(d))
+        return
     capture.warmup()
     with tempfile.TemporaryDirectory() as d:
         big = Path(d) / "big.pcap"

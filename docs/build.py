@@ -21,7 +21,7 @@ KEY_MARKER = "<!-- answer key -->"
 def cli_reference() -> str:
     """Markdown of ``offloadkit --help`` and every verb's ``--help``, from the argparse parsers."""
     from offloadkit.cli import VERBS, build_parser
-    parser = build_parser()
+    parser = build_parser(every_verb=True)
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     out = ["# Command-line reference", "",
            "Generated from the argparse parsers (`offloadkit.cli.build_parser`) when the site is built.", "",

@@ -21,9 +21,7 @@ from . import reports
 from .doctor import diagnose_file
 from .engine.segment import mss_from_mtu
 from .resources import data_dir
-from .ui.intro import (
-    one_packet,  # the intro model (the ui developer may move it to sim/ this round)
-)
+from .sim.one_packet import one_packet
 from .ui.kernel_runs import EXPERIMENTS, stored
 
 __all__ = ["NOTEBOOKS", "Exercise", "Feedback", "answer", "by_notebook", "check", "get", "ids"]
@@ -157,10 +155,10 @@ _EXERCISES = [
     # 03: VXLAN
     Exercise("03-vouched-aggregate", "Tick 'NIC vouches for the inner checksum': how many payload bytes does the "
              "largest aggregate on the tap carry?", "bytes",
-             lambda: int(_run("vxlan", csum_offload=True).info["tap_payload_max"]),
+             lambda: int(_run("vxlan", rx_csum="unnecessary").info["tap_payload_max"]),
              "tick the inner-checksum control and read the largest size at the 'tap' capture point"),
     Exercise("03-gro-off-rate", "Inner checksum vouched for, GRO unticked: what rate does the model give, in Gb/s?",
-             "Gb/s", lambda: _run("vxlan", csum_offload=True, gro=False).goodput_bps / 1e9,
+             "Gb/s", lambda: _run("vxlan", rx_csum="unnecessary", gro=False).goodput_bps / 1e9,
              "untick 'GRO' with the inner checksum vouched for and read the rate in the readout", rel=0.05),
     # 04: splice
     Exercise("04-cliff", "Lower the sessions from 1000: from how many sessions does the proxy fall below line rate?",

@@ -11,6 +11,8 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from .codes import FIN, SYN
+
 MAX_SACK_BLOCKS = 4
 
 # name -> (dtype, default, extra shape). Order is the column order of to_pandas().
@@ -190,7 +192,6 @@ class Trace:
     def seq_end(self) -> np.ndarray:
         """Sequence number after the packet's payload (SYN and FIN count one)."""
         f = self.columns["flags"]
-        from .codes import FIN, SYN
         extra = ((f & SYN) != 0).astype("uint32") + ((f & FIN) != 0).astype("uint32")
         return (self.columns["seq"] + self.columns["payload_len"].astype("uint32") + extra).astype("uint32")
 

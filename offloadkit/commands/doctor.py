@@ -1,37 +1,49 @@
-"""``offloadkit doctor CAPTURE [--json] [--side sender|receiver] [--mtu N] [--gro on|off]``.
+"""``offloadkit doctor CAPTURE [--json] [--side sender|receiver] [--mtu N] [--gro|--no-gro]``.
 
 Reads a pcap/pcapng (see ``offloadkit.io.capture``) and prints what the offloads
 did to it and what went wrong, in plain words with packet numbers and sizes
 (``--json``: the findings as objects with kind, severity, message, evidence, plus
-a per-flow table). Exit status 0 whenever the capture could be read, whatever
-the findings (read the ``worst`` field or the severities); 2 when the input
-cannot be read at all, with one line on stderr. A truncated or corrupt capture
-is diagnosed on the packets read, the reader's message being a finding.
+a per-flow table). A truncated or corrupt capture is diagnosed on the packets
+read, the reader's message being a warning.
+
+Exit status: 0 when no finding is above info; 1 when there is a warning or an
+error (a damaged capture is a warning); 2 when nothing can be read (not a
+capture, empty, cut before its first packet) or an option is wrong.
 """
 from __future__ import annotations
 
 import json
 
+from .options import add_bool_flag, count
+
+EXIT_HELP = ("Exit status: 0 when no finding is above info; 1 when there is a warning or an error "
+             "(a damaged capture is a warning); 2 when nothing can be read (not a capture, empty, "
+             "cut before its first packet) or an option is wrong.")
+
 
 def configure(parser) -> None:
-    parser.epilog = ("Exit status: 0 whenever the capture could be read, with or without findings (see the "
-                     "severities, or 'worst' in --json); 2 when it cannot be read at all.")
+    parser.epilog = EXIT_HELP
     parser.add_argument("capture", metavar="CAPTURE", help="pcap or pcapng file")
     parser.add_argument("--json", action="store_true", help="print the findings as JSON")
     parser.add_argument("--side", choices=("sender", "receiver"),
                         help="where the capture was taken (default: inferred from TTLs and checksums)")
-    parser.add_argument("--mtu", type=int, metavar="N",
+    parser.add_argument("--mtu", type=count(0, 2**31 - 1), metavar="N",
                         help="the link MTU (default: from the SYNs' MSS options, else 1500)")
-    parser.add_argument("--gro", choices=("on", "off"),
-                        help="whether GRO is on at the capture point, if you know")
+    add_bool_flag(parser, "gro", None, "whether GRO is on at the capture point, if you know", onoff=True)
+
+
+def exit_status(worst: str) -> int:
+    """0 for info, 1 for a warning or an error."""
+    return 0 if worst == "info" else 1
 
 
 def run(args) -> int:
     from ..doctor import diagnose_file
     from ..doctor.render import render_text
-    d = diagnose_file(args.capture, side=args.side, mtu=args.mtu, gro=args.gro)
+    gro = None if args.gro is None else ("on" if args.gro else "off")
+    d = diagnose_file(args.capture, side=args.side, mtu=args.mtu, gro=gro)
     if args.json:
         print(json.dumps(d.to_dict(), indent=1))
     else:
         print(render_text(d))
-    return 0
+    return exit_status(d.worst())

@@ -15,7 +15,11 @@ from ..io.capture import load_records, write_capture
 from ..io.records import STDIO
 from ..rewrite.gro import gro_records
 from ..units import parse_time
+from .options import count
+from .progress import add_progress_arg, bar
 
+MAX_POLL_GAP_NS = 10**15
+MAX_NAPI_BUDGET = 2**31 - 1
 RX_CHOICES = ("none", "unnecessary", "complete", "unnecessary-outer-only")
 
 
@@ -24,14 +28,14 @@ def configure(parser) -> None:
                                                     "arrive at the receiving NIC")
     parser.add_argument("output", metavar="OUT", help="where to write what the stack sees after GRO (- for "
                                                       "stdout): pcap, pcapng when the input mixes link types")
-    parser.add_argument("--napi-budget", type=int, default=64, metavar="N",
+    parser.add_argument("--napi-budget", type=count(1, 2**31 - 1), default=64, metavar="N",
                         help="packets per NAPI poll (default 64, NAPI_POLL_WEIGHT); see --hz for what a "
                              "poll that uses it all flushes")
     parser.add_argument("--poll-gap", default="1ms", metavar="T",
                         help="a gap longer than this between two packets means the queue ran empty: the poll "
                              "ends and every held packet is flushed (default 1ms; units ns, us, ms, s; "
                              "'none' turns the rule off)")
-    parser.add_argument("--hz", type=int, default=1000, metavar="HZ",
+    parser.add_argument("--hz", type=count(1, 100_000), default=1000, metavar="HZ",
                         help="the receiver's CONFIG_HZ (default 1000). A poll that uses its whole budget "
                              "flushes only packets held since an earlier jiffy when HZ >= 1000, everything "
                              "when HZ < 1000 (e.g. Debian's 250); a poll that runs empty flushes everything")
@@ -40,9 +44,10 @@ def configure(parser) -> None:
     parser.add_argument("--cwr-rule", default="old", choices=("old", "accecn"),
                         help="old: a CWR segment flushes (kernels up to 2025, default); accecn: CWR compared "
                              "like other flags")
-    parser.add_argument("--max-size", type=int, default=65536, metavar="BYTES",
+    parser.add_argument("--max-size", type=count(1, 2**31 - 1), default=65536, metavar="BYTES",
                         help="gro_max_size (default 65536: merged IP packets <= 65535; more is BIG TCP)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_progress_arg(parser)
 
 
 def parse_duration_ns(text: str) -> int | None:
@@ -55,16 +60,20 @@ def parse_duration_ns(text: str) -> int | None:
         raise UsageError(f"--poll-gap {text!r}: {e}; write e.g. 1ms, 250us, 0.002s or none") from None
     if ns < 0:
         raise UsageError(f"--poll-gap {text!r} is negative")
+    if ns > MAX_POLL_GAP_NS:
+        raise UsageError(f"--poll-gap {text!r} is longer than any capture (at most 1000000s); "
+                         f"write none to turn the rule off")
     return ns
 
 
 def run(args) -> int:
-    if args.napi_budget < 1:
-        raise UsageError(f"--napi-budget {args.napi_budget}: a poll handles at least 1 packet (default 64)")
+    if not 1 <= args.napi_budget <= MAX_NAPI_BUDGET:
+        raise UsageError(f"--napi-budget {args.napi_budget}: a poll handles 1 to {MAX_NAPI_BUDGET} packets "
+                         f"(default 64)")
     params = GroParams(napi_budget=args.napi_budget, poll_gap_ns=parse_duration_ns(args.poll_gap),
                        rx_csum=args.rx_csum, cwr_rule=args.cwr_rule, max_size=args.max_size, hz=args.hz)
     records, info = load_records(args.input)
-    run = gro_records(records, params)
+    run = gro_records(records, params, bar(args, len(records), "gro"))
     fmt = write_capture(args.output, run.records, info)
     say = sys.stderr if args.output == STDIO else sys.stdout     # OUT '-' is the capture on stdout
     res = run.result

@@ -9,6 +9,7 @@ from ..errors import UsageError
 from ..io.capture import load_records, write_capture
 from ..io.records import STDIO
 from ..rewrite.segment import segment_records
+from .progress import add_progress_arg, bar
 
 
 def configure(parser) -> None:
@@ -25,6 +26,7 @@ def configure(parser) -> None:
     parser.add_argument("--fixed-id", action="store_true",
                         help="SKB_GSO_TCP_FIXEDID: every segment keeps the packet's IP ID")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_progress_arg(parser)
 
 
 def run(args) -> int:
@@ -34,7 +36,8 @@ def run(args) -> int:
         raise UsageError(f"--mss {args.mss!r} is not a whole number of bytes") from None
     check_gso_size(mss)
     records, info = load_records(args.input)
-    run = segment_records(records, mss, nic=args.nic, tx_csum=not args.no_tx_csum, fixed_id=args.fixed_id)
+    run = segment_records(records, mss, nic=args.nic, tx_csum=not args.no_tx_csum, fixed_id=args.fixed_id,
+                          progress=bar(args, len(records), "segment"))
     fmt = write_capture(args.output, run.records, info)
     say = sys.stderr if args.output == STDIO else sys.stdout     # OUT '-' is the capture on stdout
     if info.error:

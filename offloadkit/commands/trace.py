@@ -9,17 +9,22 @@ variants and points.
 from __future__ import annotations
 
 from ..reports.facts import REPORT_IDS
+from .options import count, report_id
 
 
 def add_preset_args(parser) -> None:
-    parser.add_argument("report", metavar="ID", help=f"report: {', '.join(REPORT_IDS)}")
-    parser.add_argument("--variant", default="broken", help="preset variant (default broken; --list shows them)")
-    parser.add_argument("--point", default=None, help="capture point (default: the report's first; --list)")
+    """ID, --variant, --point: the arguments ``trace`` and ``export`` share."""
+    parser.add_argument("report", metavar="ID", type=report_id,
+                        help=f"report: {', '.join(REPORT_IDS)}, or its seed number 000-004")
+    parser.add_argument("--variant", default="broken",
+                        help="preset variant (default broken; `offloadkit trace ID --list` lists them)")
+    parser.add_argument("--point", default=None,
+                        help="capture point (default: the report's first; `offloadkit trace ID --list`)")
 
 
 def configure(parser) -> None:
     add_preset_args(parser)
-    parser.add_argument("-n", type=int, default=20, metavar="N", help="packets to print (default 20; 0: all)")
+    parser.add_argument("-n", type=count(0), default=20, metavar="N", help="packets to print (default 20; 0: all)")
     parser.add_argument("-v", "--verbose", action="store_true", help="IP line and checksums, as tcpdump -v")
     parser.add_argument("--list", action="store_true", help="list the report's variants and capture points")
 
@@ -55,16 +60,11 @@ def listing(mod) -> str:
 
 
 def run(args) -> int:
-    from ..errors import UsageError
     from ..io.tcpdump import render
     from ..reports import presets
     if args.list:
-        if args.report not in REPORT_IDS:
-            raise UsageError(f"unknown report {args.report!r}; the reports are {', '.join(REPORT_IDS)}")
         print(listing(presets.get(args.report)))
         return 0
-    if args.n < 0:
-        raise UsageError(f"-n {args.n}: give a number of packets >= 0 (0 prints all)")
     _, _, _, t = preset_packets(args)
     if args.n:
         t = t[: args.n]

@@ -95,11 +95,12 @@ def diagnose(trace: Trace, side: str | None = None, mtu: int | None = None, gro:
 
 
 def diagnose_file(path, side: str | None = None, mtu: int | None = None, gro: str | None = None) -> Diagnosis:
-    """Read a pcap/pcapng and diagnose it. Raises ValueError only if the file cannot be opened
-    or is not a capture at all (nothing could be read)."""
+    """Read a pcap/pcapng and diagnose it. Raises ValueError only if the file cannot be opened,
+    is not a capture, or is damaged before its first packet record (nothing could be read:
+    ``segment`` and ``gro`` refuse the same files)."""
     res = read_capture(path)
     name = str(path) if not isinstance(path, (bytes, bytearray, memoryview)) else "<bytes>"
     trace = res.trace if res.trace is not None else Trace.empty()
-    if res.error and res.records == 0 and len(trace) == 0 and res.format == "unknown":
+    if res.error and res.records == 0 and len(trace) == 0:
         raise ValueError(f"{Path(name).name}: {res.error}")
     return diagnose(trace, side=side, mtu=mtu, gro=gro, notes=res.messages, error=res.error, capture=name)

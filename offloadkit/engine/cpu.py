@@ -184,6 +184,7 @@ class CpuResult:
     wire_bytes: int
     offered_bps: float
     info: dict = field(default_factory=dict)
+    traces: dict = field(default_factory=dict, repr=False, compare=False)   # capture point -> Trace
 
     # -- rates --------------------------------------------------------
     @property
@@ -262,6 +263,29 @@ class CpuResult:
                 rate_bps=r))
         return pd.DataFrame(rows)
 
+    def _cpus(self, cpus: int | None, context: str | None) -> int:
+        if context is not None and context not in self.host.contexts:
+            raise ValueError(f"no context {context!r}; this host has {list(self.host.contexts)}")
+        if cpus is None:
+            cpus = self.host.perf_cpus if context is None else self.host.contexts[context]
+        return cpus
+
+    def symbol_cycles(self, rate_bps: float | None = None, context: str | None = None) -> dict:
+        """symbol -> [cycles per second, its stages, its contexts] at ``rate_bps`` (plain dicts:
+        the live dashboards' path; :meth:`profile` is the same as a table)."""
+        r = self.rate_bps if rate_bps is None else rate_bps
+        scale = r / 8 / max(self.payload_bytes, 1) * self.host.clock_hz / 1e9
+        out: dict = {}
+        for s in self.stages:
+            if context is not None and s.context != context:
+                continue
+            for sym, ns in s.ns.items():
+                row = out.setdefault(sym, [0.0, {}, {}])
+                row[0] += ns * scale
+                row[1][s.name] = None
+                row[2][s.context] = None
+        return out
+
     def profile(self, rate_bps: float | None = None, cpus: int | None = None,
                 context: str | None = None):
         """A ``perf top``-shaped table: symbol, stage, context, share of all sampled cycles.
@@ -271,37 +295,23 @@ class CpuResult:
         ``perf top -C``/``-t``); cycles no stage spent appear as ``[idle/other]``.
         """
         import pandas as pd
-        r = self.rate_bps if rate_bps is None else rate_bps
-        if context is not None and context not in self.host.contexts:
-            raise ValueError(f"no context {context!r}; this host has {list(self.host.contexts)}")
-        if cpus is None:
-            cpus = self.host.perf_cpus if context is None else self.host.contexts[context]
-        scale = r / 8 / max(self.payload_bytes, 1) * self.host.clock_hz / 1e9
-        rows = {}
-        for s in self.stages:
-            if context is not None and s.context != context:
-                continue
-            for sym, ns in s.ns.items():
-                key = (sym, s.name, s.context)
-                rows[key] = rows.get(key, 0.0) + ns * scale
-        total = self.host.clock_hz * cpus
-        df = pd.DataFrame([dict(symbol=k[0], stage=k[1], context=k[2], cycles_per_s=v)
-                           for k, v in rows.items()])
-        df = df.groupby("symbol", as_index=False).agg(
-            stage=("stage", lambda x: "+".join(dict.fromkeys(x))),
-            context=("context", lambda x: "+".join(dict.fromkeys(x))),
-            cycles_per_s=("cycles_per_s", "sum"))
-        idle = max(total - df.cycles_per_s.sum(), 0.0)
-        df = pd.concat([df, pd.DataFrame([dict(symbol="[idle/other]", stage="", context="",
-                                               cycles_per_s=idle)])], ignore_index=True)
+        total = self.host.clock_hz * self._cpus(cpus, context)
+        rows = [dict(symbol=sym, stage="+".join(st), context="+".join(cx), cycles_per_s=c)
+                for sym, (c, st, cx) in self.symbol_cycles(rate_bps, context).items()]
+        busy = sum(r["cycles_per_s"] for r in rows)
+        rows.append(dict(symbol="[idle/other]", stage="", context="", cycles_per_s=max(total - busy, 0.0)))
+        df = pd.DataFrame(rows)
         df["share"] = df.cycles_per_s / total
-        return df.sort_values("cycles_per_s", ascending=False, ignore_index=True)
+        return df.sort_values("cycles_per_s", ascending=False, ignore_index=True, kind="stable")
 
     def share(self, symbol: str, rate_bps: float | None = None, cpus: int | None = None,
               context: str | None = None) -> float:
         """``symbol``'s share in :meth:`profile`."""
-        p = self.profile(rate_bps, cpus, context)
-        return float(p.loc[p.symbol == symbol, "share"].sum())
+        total = self.host.clock_hz * self._cpus(cpus, context)
+        cyc = self.symbol_cycles(rate_bps, context)
+        if symbol == "[idle/other]":
+            return max(total - sum(c for c, _, _ in cyc.values()), 0.0) / total
+        return cyc[symbol][0] / total if symbol in cyc else 0.0
 
     def compare_profile(self, measured: dict, rate_bps: float | None = None):
         """Set the model's profile beside a measured one (``{symbol: samples or %}``).

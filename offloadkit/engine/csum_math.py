@@ -38,6 +38,7 @@ from ..packet.tcp_options import (
     tcp_options_len,
     write_tcp_options,
 )
+from ..trace import Trace
 
 IPPROTO_TCP = 6
 
@@ -297,7 +298,6 @@ def trace_checksums(trace, full: bool = True) -> tuple[np.ndarray, np.ndarray]:
 
 def warmup() -> None:
     """Compile every kernel of this module on tiny inputs."""
-    from ..trace import Trace
     t = Trace.from_columns(src_ip=[0xC6120001], dst_ip=[0xC6120002], tcp_hlen=[32], opt_ts=[True],
                            payload_len=[100], ip_len=[152], sack_n=[1])
     trace_checksums(t, True)

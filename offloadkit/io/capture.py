@@ -416,7 +416,7 @@ def write_capture(path, records: list[Record], like: CaptureResult) -> str:
         (lt, fcs), = kinds
         pcap.write_records(path, records, lt, snaplen, like.nano, fcs)
         return "pcap-ns" if like.nano else "pcap"
-    pcapng.write_records(path, records, snaplen)
+    pcapng.write_records(path, records, snaplen, like.nano)
     return "pcapng"
 
 

@@ -103,6 +103,9 @@ def records(data: bytes, res: CaptureResult, stats: Stats) -> Iterator[Record]:
             ifaces.append(_interface(body, endian))
             res.linktypes.append(ifaces[-1][0])
             res.fcs.append(ifaces[-1][4])
+            if len(ifaces) == 1 and ifaces[0][1]:
+                res.snaplen = ifaces[0][1]
+            res.fine_times |= tsresol_ns(1_000_000, ifaces[-1][2], 0) < 1_000_000_000
         elif btype in (EPB, PB, SPB):
             frame += 1
             if btype == SPB:
@@ -153,10 +156,10 @@ def _option(code: int, value: bytes) -> bytes:
     return struct.pack("<HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
 
 
-def write_records(path, recs: Iterable[Record], snaplen: int = 262144) -> int:
+def write_records(path, recs: Iterable[Record], snaplen: int = 262144, nano: bool = True) -> int:
     """Write records as pcapng (one interface per link type and FCS length); returns the count.
 
-    Timestamps are nanoseconds; if any is before 1970 every interface gets an
+    Timestamps are nanoseconds (microseconds unless ``nano``); if any is before 1970 every interface gets an
     ``if_tsoffset`` of the earliest second, so nothing is clamped or wrapped.
     """
     recs = list(recs)
@@ -169,7 +172,7 @@ def write_records(path, recs: Iterable[Record], snaplen: int = 262144) -> int:
         key = (r.linktype, r.fcs)
         if key not in ifaces:
             ifaces[key] = len(ifaces)
-            opts = _option(OPT_TSRESOL, b"\x09")
+            opts = _option(OPT_TSRESOL, b"\x09") if nano else b""
             if r.fcs:
                 opts += _option(OPT_FCSLEN, bytes([r.fcs]))
             if tsoff:
@@ -177,6 +180,7 @@ def write_records(path, recs: Iterable[Record], snaplen: int = 262144) -> int:
             parts.append(_block(IDB, struct.pack("<HHI", r.linktype, 0, snaplen) + opts + b"\0\0\0\0"))
         data = bytes(r.data)[:snaplen]
         ts = r.time_ns - tsoff * 1_000_000_000
+        ts = ts if nano else ts // 1000
         parts.append(_block(EPB, struct.pack("<IIIII", ifaces[key], ts >> 32, ts & 0xFFFFFFFF, len(data),
                                              min(max(r.orig_len, len(data)), 0xFFFFFFFF)) + data))
         out.append(1)

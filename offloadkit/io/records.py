@@ -49,6 +49,7 @@ class CaptureResult:
     fast_path: bool = False
     payloads: list[bytes] | None = None
     snaplen: int = MAX_CAPLEN
+    fine_times: bool = False                              # a pcapng interface keeps sub-microsecond times
 
     @property
     def ok(self) -> bool:
@@ -57,7 +58,7 @@ class CaptureResult:
     @property
     def nano(self) -> bool:
         """True when the file's timestamps are finer than microseconds."""
-        return self.format != "pcap"
+        return self.format == "pcap-ns" or (self.format == "pcapng" and self.fine_times)
 
     @property
     def linktype(self) -> int:

@@ -31,6 +31,7 @@ from .. import codes
 from ..packet import build, csum
 from ..packet.tcp_options import options_bytes
 from ..trace import FIELDS, MAX_SACK_BLOCKS, Trace
+from .capture import assign_flows
 
 # tcpdump 4.99 print-tcp.c tcp_flag_values, in table order (ACK after PSH).
 TCPDUMP_FLAG_ORDER = ((codes.FIN, "F"), (codes.SYN, "S"), (codes.RST, "R"), (codes.PSH, "P"),
@@ -427,7 +428,6 @@ def parse(lines: Iterable[str] | str) -> Trace:
         return Trace.empty()
     cols = {k: np.asarray([r[k] for r in rows], dtype=FIELDS[k][0]) for k in rows[0]}
     cols["frame"] = np.arange(1, len(rows) + 1)
-    from .capture import assign_flows
     meta = {"source": "tcpdump text"}
     if obfuscated:
         meta["obfuscated_addresses"] = True

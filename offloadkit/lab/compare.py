@@ -17,6 +17,9 @@ from ..engine.gro import GroParams
 from ..io.capture import read_records, write_capture
 from ..rewrite.gro import gro_records
 from ..rewrite.segment import segment_records
+from ..sim.scenario import Hop, Nic, Receiver, Scenario, Tcp, rx_csum_mode, tso_requires_tx_csum
+from ..sim.simulate import simulate
+from ..units import parse_time
 from . import oracle, safety
 from .packets import read_headers
 from .runner import LabResult, run_lab
@@ -89,32 +92,26 @@ def try_on_kernel(settings: LabSettings, capture_dir: str | Path | None = None) 
         return {"skipped": str(e)}
 
 
-def scenario_for(settings: LabSettings):
+def scenario_for(settings: LabSettings) -> Scenario:
     """The kit's simulation Scenario closest to a lab experiment (router-out is the one hop)."""
-    from ..sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
-    from ..units import parse_rate, parse_time
     clamps = [c for c in (settings.mss, settings.clamp) if c]
-    hop = Hop(name="router-out", rate_bps=parse_rate(settings.rate) if settings.rate else 10**10,
+    hop = Hop(name="router-out", rate_bps=settings.rate or 10**10,
               delay_ns=parse_time(settings.delay) if settings.delay else 20_000,
-              mtu=settings.path_mtu or settings.mtu, loss=float(settings.loss[:-1]) / 100 if settings.loss else 0.0,
+              mtu=settings.path_mtu or settings.mtu, loss=settings.loss or 0.0,
               icmp=True, queue_packets=10_000)
     return Scenario(tcp=Tcp(mss_clamp=min(clamps) if clamps else None, timestamps=settings.timestamps),
-                    nic=Nic(tso=settings.tso and settings.tx_csum, gso=settings.gso, tx_csum=settings.tx_csum,
-                            mtu=settings.mtu, rate_bps=10**10),
-                    path=(hop,), receiver=Receiver(gro=settings.gro,
-                                                   rx_csum="unnecessary" if settings.rx_csum else "none"),
+                    nic=Nic(tso=tso_requires_tx_csum(settings.tso, settings.tx_csum), gso=settings.gso,
+                            tx_csum=settings.tx_csum, mtu=settings.mtu, rate_bps=10**10),
+                    path=(hop,), receiver=Receiver(gro=settings.gro, rx_csum=rx_csum_mode(settings.rx_csum)),
                     bytes_per_flow=settings.bytes or int(settings.duration_s * 1e9 / 8), sender_point="router-in")
 
 
 def simulate_for(settings: LabSettings) -> dict:
-    """The simulation's segment sizes per point and goodput, or {"note": why not}."""
-    try:
-        from ..sim.simulate import simulate
-    except ImportError as e:
-        return {"note": f"the simulation is not available ({e})"}
+    """The simulation's segment sizes per point and goodput, or {"note": why not} for settings
+    the model refuses (its ValueError message)."""
     try:
         r = simulate(scenario_for(settings))
-    except (ValueError, RuntimeError, TypeError, AttributeError) as e:
+    except ValueError as e:
         return {"note": f"the simulation could not run these settings: {e}"}
     sizes = {}
     for p in r.points:

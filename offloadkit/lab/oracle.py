@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..codes import PSH
-from .packets import read_headers
+from .packets import ip_to_key, read_headers
 
 LAB_HZ = 250          # CONFIG_HZ of the kernel that made data/captures (README: Linux 6.18.44, HZ 250)
 _SEG_FIELDS = ("payload_len", "flags", "ip_len")
@@ -87,7 +87,6 @@ def arrivals(pcap, out, receiver_ip: str, poll_starts: dict | None = None) -> st
     so ``offloadkit gro --poll-gap 1ms`` ends a NAPI poll exactly there.
     """
     import struct as _st
-    from .packets import ip_to_key
     v6 = ":" in receiver_ip
     dst = ip_to_key(receiver_ip) if v6 else ip_to_key(receiver_ip).to_bytes(4, "big")
     # (ethertype, where the destination address sits, where TCP starts): IPv4 (ihl read) or IPv6

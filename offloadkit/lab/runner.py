@@ -16,7 +16,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..io.capture import read_capture
 from . import safety
+from .packets import read_headers
 from .topology import IPERF_PORT, LabSettings, Topology
 
 QUIET_S = 1.2   # > libpcap's 1 s ring-block timeout: every captured packet reaches the file
@@ -67,21 +69,11 @@ class LabResult:
 
 
 def load_trace(path, point: str, sender_ip: str | None = None):
-    """Read a capture with the kit's reader (``offloadkit.io.capture.read_capture``, else
-    ``offloadkit.io.pcap.read_pcap``) when present, else with the lab's dpkt reader."""
-    try:
-        from ..io.capture import read_capture
-        res = read_capture(str(path))
-        if res.ok and res.trace is not None:
-            return res.trace.with_point(point)
-    except ImportError:
-        pass
-    try:
-        from ..io.pcap import read_pcap
-        return read_pcap(str(path)).with_point(point)
-    except (ImportError, ValueError):
-        pass
-    from .packets import read_headers
+    """Read a capture with the kit's reader (``offloadkit.io.capture.read_capture``); a file
+    it reads no packets from falls back to the lab's own dpkt reader."""
+    res = read_capture(str(path))
+    if res.ok and res.trace is not None:
+        return res.trace.with_point(point)
     return read_headers(path, point, sender_ip)[0]
 
 

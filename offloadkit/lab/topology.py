@@ -132,7 +132,7 @@ class LabSettings:
         for name in ("rate", "queue", "burst"):
             v = getattr(self, name)
             if v is not None:
-                norm(self, name, parse_rate(v) if name == "rate" else parse_size(v))
+                norm(self, name, parse_rate(v, minimum=0) if name == "rate" else parse_size(v))
         if self.loss is not None:
             norm(self, "loss", parse_fraction(self.loss))
         if self.topology not in ("router", "direct"):

@@ -10,17 +10,19 @@ from .facts import (REPORT_IDS, Fact, ReportFacts, Target, check_provenance, loa
 from .table import Reproduction, Row, Tolerance
 
 __all__ = ["REPORT_IDS", "Fact", "ReportFacts", "Target", "Reproduction", "Row", "Tolerance",
-           "load_facts", "load_calibration", "check_provenance", "preset_module", "get"]
-
-
-def preset_module(report_id: str):
-    """The preset module of a report (``offloadkit.reports.vlan_nat`` for ``vlan-nat``)."""
-    if report_id not in REPORT_IDS:
-        raise ValueError(f"unknown report {report_id!r}; the reports are {', '.join(REPORT_IDS)}")
-    return importlib.import_module(f"{__name__}.{report_id.replace('-', '_')}")
+           "load_facts", "load_calibration", "check_provenance", "get", "reproduce"]
 
 
 def get(report_id: str):
-    """The preset module of a report: ``VARIANTS``, ``POINTS``, ``KNOBS``, ``run(variant, **knobs)``,
-    ``reproduce()``, ``calibrate()`` (see ``offloadkit.reports.presets``)."""
-    return preset_module(report_id)
+    """The preset module of a report (``vlan-nat`` -> ``offloadkit.reports.vlan_nat``): ``VARIANTS``,
+    ``POINTS``, ``KNOBS``, ``run(variant, **knobs)``, ``reproduce()``, ``calibrate()``
+    (see ``offloadkit.reports.presets``)."""
+    if report_id not in REPORT_IDS:
+        raise ValueError(f"unknown report {report_id!r}; the reports are {', '.join(REPORT_IDS)}.")
+    return importlib.import_module(f"{__name__}.{report_id.replace('-', '_')}")
+
+
+def reproduce(report_ids=None) -> dict[str, Reproduction]:
+    """Each report's table of report vs model (``get(id).reproduce()``), by id; all five by default."""
+    ids = tuple(dict.fromkeys(report_ids)) if report_ids else REPORT_IDS
+    return {rid: get(rid).reproduce() for rid in ids}

@@ -113,6 +113,16 @@ class ReportFacts:
         """Facts whose names start with ``prefix`` (e.g. ``"samples.above."``), keyed by the rest, in data order."""
         return {n[len(prefix):]: f for n, f in self.numbers.items() if n.startswith(prefix)}
 
+    def table(self, names) -> str:
+        """The facts ``names`` as text lines: name, value, unit and where it is written
+        (seed file:line) or how it is derived; what the report notebooks print first."""
+        out = []
+        for name in names:
+            f = self.fact(name)
+            value = f"{f.value:.4g}" if isinstance(f.value, float) else str(f.value)
+            out.append(f"{name:34s} {value:>10s} {f.unit:8s} {f.ref}")
+        return "\n".join(out)
+
 
 # ---------------------------------------------------------------- expressions
 

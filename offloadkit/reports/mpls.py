@@ -29,6 +29,7 @@ import functools
 
 from .. import codes
 from ..sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
+from ..sim.scenario import tso_requires_tx_csum
 from ..sim.simulate import simulate
 from ..trace import Trace
 from . import tcpsetup
@@ -53,7 +54,8 @@ KNOBS = {
                       "software GSO (4.9 fix) or device TSO", choices=("drop-gso", "sw-gso", "hw-tso")),
     "drop_reason": Knob("EPROTONOSUPPORT", "errno of the GSO drop: no mpls_gso (EPROTONOSUPPORT) or "
                         "mpls_gso without the inner protocol (EINVAL)", choices=("EPROTONOSUPPORT", "EINVAL")),
-    "tso": Knob(True, "TSO on the sender's device"),
+    "tso": Knob(True, "TSO on the sender's device (Linux turns it off without tx_csum)"),
+    "tx_csum": Knob(True, "TX checksum offload on the sender's veth"),
     "gso": Knob(True, "GSO on the sender's device"),
     "kernel": Knob("4.7", "sender kernel's retransmit rule (4.6: 1-MSS retransmits; 4.7: TSO retransmits); "
                    "the seed is dated 25 Jul 2016, the day after 4.7", choices=tuple(KERNEL_RULES)),
@@ -63,7 +65,10 @@ KNOBS = {
     "sessions": Knob(1, "concurrent netperf streams", lo=1, hi=64),
     "rate_bps": Knob(None, "veth data rate, bit/s (default: fitted to the healthy 30 Gb/s)", lo=1e6, hi=1e12),
     "rtt_us": Knob(20.0, "round-trip time across the namespaces, microseconds", lo=1.0, hi=100_000.0),
-    "duration_s": Knob(None, "simulated seconds (default: 10 broken, 0.02 healthy)", lo=0.001, hi=60.0),
+    "duration_s": Knob(None, "simulated seconds (default: 10 broken, healthy_duration_s healthy)",
+                       lo=0.001, hi=60.0),
+    "healthy_duration_s": Knob(0.02, "simulated seconds of a run whose GSO skbs get through (steady state)",
+                               lo=0.001, hi=60.0),
 }
 
 VARIANTS = {v.name: v for v in (
@@ -79,14 +84,16 @@ VARIANTS = {v.name: v for v in (
 )}
 
 
-def _healthy_like(s: dict) -> bool:
-    return s["segmenter"] != "drop-gso" or not (s["tso"] or s["gso"])
+def gso_skbs_pass(s: dict) -> bool:
+    """GSO skbs reach the wire: the route is plain IP, the kernel segments labelled skbs
+    (4.9), or TCP builds no GSO skbs at all (TSO and GSO off)."""
+    return not s["mpls"] or s["segmenter"] != "drop-gso" or not (tso_requires_tx_csum(s["tso"], s["tx_csum"]) or s["gso"])
 
 
 def scenario(s: dict) -> Scenario:
     rate = s["rate_bps"] if s["rate_bps"] is not None else fitted_rate_bps()
     dur = s["duration_s"] if s["duration_s"] is not None else (
-        0.02 if _healthy_like(s) else float(_F.value("netperf_duration_s")))
+        s["healthy_duration_s"] if gso_skbs_pass(s) else float(_F.value("netperf_duration_s")))
     nic_model = s["segmenter"] if (s["mpls"] or s["segmenter"] != "drop-gso") else "hw-tso"
     return Scenario(
         tcp=Tcp(mss=None if s["mss"] is None else int(s["mss"]), psh_on_gso=False,
@@ -97,7 +104,8 @@ def scenario(s: dict) -> Scenario:
         # broken run unchanged (8.5 Mb/s), but the healthy 20-ms run then collapses to ~1.3 Gb/s (slow-start
         # overshoot into the 1000-packet hop queue, recovered slowly without time-based RACK), so the veth-rate
         # fit fails.
-        nic=Nic(model=nic_model, tso=s["tso"], gso=s["gso"], mtu=int(s["mtu"]), rate_bps=max(int(rate) * 2, 10**9),
+        nic=Nic(model=nic_model, tso=tso_requires_tx_csum(s["tso"], s["tx_csum"]), gso=s["gso"], tx_csum=s["tx_csum"],
+                mtu=int(s["mtu"]), rate_bps=max(int(rate) * 2, 10**9),
                 drop_reason=s["drop_reason"]),
         path=(Hop("ns1", rate_bps=int(rate), delay_ns=int(s["rtt_us"] * 500), mtu=1500,
                   encap=("mpls",) if s["mpls"] else ()),),

@@ -12,6 +12,11 @@ Every report module (``offloadkit.reports.<id>``) defines
 - ``calibrate()``: the fitted physical parameters (:class:`Fit`), solved in code
   from one reported number each.
 
+Knobs a dashboard moves have one name and meaning everywhere: ``mss`` (TCP
+payload per segment), ``mtu``, ``tso``, ``gso``, ``gro``, ``tx_csum`` (the sending
+device fills TCP checksums), ``rx_csum`` (the receiving NIC's checksum offload),
+``sessions`` (see ``offloadkit.ui.controls.CONTROLS``).
+
 This module gives the report-independent helpers: ``get``, ``variants``,
 ``points``, ``run_variant``, ``reproduce_all``, and ``settings_for``/``settings_mss``
 for the presets themselves.
@@ -19,10 +24,11 @@ for the presets themselves.
 from __future__ import annotations
 
 import functools
-import importlib
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
+from ..engine.segment import check_mss_fits, mss_from_mtu
+from . import get   # defined once, in offloadkit.reports; re-exported for the commands
 from .facts import REPORT_IDS
 from .table import Reproduction
 
@@ -111,7 +117,6 @@ def settings_mss(s: Mapping[str, object]) -> int:
     The rule and its ValueError are the engine's (``engine.segment.mss_from_mtu``,
     ``check_mss_fits``): "MSS 1600 does not fit in MTU 1500: ... leave 1448".
     """
-    from ..engine.segment import check_mss_fits, mss_from_mtu
     mss = s["mss"] if s["mss"] is not None else mss_from_mtu(s["mtu"])
     check_mss_fits(mss, s["mtu"])
     return int(mss)
@@ -197,13 +202,6 @@ def fit_rate(goodput: Callable[[float], float], target: float, start: float, rel
 
 
 # ------------------------------------------------------------------ report-independent access
-def get(report_id: str):
-    """The preset module of a report (``vlan-nat`` -> ``offloadkit.reports.vlan_nat``)."""
-    if report_id not in REPORT_IDS:
-        raise ValueError(f"unknown report {report_id!r}; the reports are {', '.join(REPORT_IDS)}")
-    return importlib.import_module(f"offloadkit.reports.{report_id.replace('-', '_')}")
-
-
 def variants(report_id: str) -> dict[str, Variant]:
     return dict(get(report_id).VARIANTS)
 

@@ -27,9 +27,10 @@ import functools
 import numpy as np
 
 from .. import codes
-from ..engine.segment import tcp_forces_psh
+from ..engine.segment import tcp_forces_psh, tcp_options_bytes
 from ..io.tcpdump import render
 from ..sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
+from ..sim.scenario import tso_requires_tx_csum
 from ..sim.simulate import simulate
 from ..trace import Trace
 from . import tcpsetup
@@ -52,13 +53,14 @@ TSO_RETRANSMITS_SINCE = (4, 7)   # "tcp-tso: do not split TSO packets at retrans
 KNOBS = {
     "nic": Knob("rtl8139-legacy", "who segments the guest's TSO packets",
                 choices=("rtl8139-legacy", "rtl8139-legacy-mask12", "hw-tso")),
-    "tso": Knob(True, "TSO on the guest's 8139cp"),
+    "tso": Knob(True, "TSO on the guest's 8139cp (Linux turns it off without tx_csum)"),
+    "tx_csum": Knob(True, "TX checksum offload on the guest's 8139cp"),
     "gso": Knob(True, "GSO in the guest kernel"),
     "gro": Knob(True, "GRO at the receiving laptop"),
     "mss_clamp": Knob(int(_F.value("mss_clamp_bytes")), "MSS option after the router's TCPMSS clamp", lo=88, hi=9000),
     "mtu": Knob(int(_F.value("mss_standard_bytes")) + 40, "the guest NIC's MTU", lo=576, hi=9000),
-    "mss": Knob(None, "TCP payload per segment (default: from the MTU, the clamp and timestamps: 1440)",
-                lo=64, hi=8948),
+    "mss": Knob(None, "TCP payload per segment (default: from the MTU, the clamp and timestamps: 1440); "
+                "given, the peer's clamp becomes mss + 12 option bytes", lo=64, hi=8948),
     "sessions": Knob(1, "concurrent downloads through the same link", lo=1, hi=64),
     "path_mtu": Knob(int(_F.value("pppoe_mtu_bytes")), "largest IP packet the PPPoE hop carries", lo=576, hi=9000),
     "icmp": Knob(False, "the PPPoE hop sends ICMP 'fragmentation needed' (no black hole)"),
@@ -80,15 +82,23 @@ VARIANTS = {v.name: v for v in (
 )}
 
 
+def peer_clamp(s: dict) -> int:
+    """The peer's MSS option: the ``mss_clamp`` knob, or the clamp that gives the ``mss`` knob
+    (``mss`` + timestamp option bytes): the one place the two meanings of MSS meet."""
+    return int(s["mss_clamp"]) if s["mss"] is None else int(s["mss"]) + tcp_options_bytes(timestamps=True)
+
+
 def scenario(s: dict) -> Scenario:
     """The Scenario of a settings dict (see ``KNOBS``)."""
     rate = s["rate_bps"] if s["rate_bps"] is not None else fitted_rate_bps()
     delay = int(round(s["rtt_ms"] * 1e6 / 2))
     return Scenario(
-        tcp=Tcp(mss=None if s["mss"] is None else int(s["mss"]), mss_clamp=int(s["mss_clamp"]), psh_on_gso=tcp_forces_psh(GUEST_KERNEL),
+        tcp=Tcp(mss=None if s["mss"] is None else int(s["mss"]), mss_clamp=peer_clamp(s),
+                psh_on_gso=tcp_forces_psh(GUEST_KERNEL),
                 tso_retransmits=GUEST_KERNEL >= TSO_RETRANSMITS_SINCE,
                 rack_reo_timer=GUEST_KERNEL >= (4, 11)),    # RACK reordering timer since 4.11
-        nic=Nic(model=s["nic"], tso=s["tso"], gso=s["gso"], mtu=int(s["mtu"]), rate_bps=1_000_000_000),
+        nic=Nic(model=s["nic"], tso=tso_requires_tx_csum(s["tso"], s["tx_csum"]), gso=s["gso"], tx_csum=s["tx_csum"],
+                mtu=int(s["mtu"]), rate_bps=1_000_000_000),
         path=(Hop("ppp", rate_bps=int(rate), delay_ns=delay, mtu=int(s["path_mtu"]), icmp=s["icmp"],
                   queue_packets=int(s["queue_packets"])),),
         receiver=Receiver(gro=s["gro"]), bytes_per_flow=int(s["bytes"]), flows=int(s["sessions"]),
@@ -128,7 +138,7 @@ def run(variant: str = "broken", **overrides) -> PresetRun:
 
     def build() -> Trace:
         req = int(_F.value("request_payload_bytes"))
-        t = tcpsetup.with_setup(res.trace, POINTS, peer_mss_option=int(s["mss_clamp"]),
+        t = tcpsetup.with_setup(res.trace, POINTS, peer_mss_option=peer_clamp(s),
                                 own_mss_option=int(s["mtu"]) - 40, request_bytes=req, rtt_ns=sc.base_rtt_ns)
         return Trace(t.columns, t.points, {"report": REPORT, "variant": variant, "scenario": sc})
 

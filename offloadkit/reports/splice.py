@@ -132,15 +132,10 @@ def run(variant: str = "broken", **overrides) -> PresetRun:
     """Proxy one arriving train at the variant's session count; ``result`` is a ``CpuResult``."""
     s = settings_for(KNOBS, VARIANTS, variant, overrides)
     host = fitted_host(s["fitted"], s["cache_bytes"])
-    res, trace = _proxy(host, s)
+    res, _ = _proxy(host, s)
 
     def build() -> Trace:
-        if s["aggregation"] == "lro":
-            skbs = host_paths.run_lro(trace, descriptors=s["lro_descriptors"], max_pkts=s["lro_max_pkts"])
-            skbs = skbs[0] if isinstance(skbs, tuple) else skbs
-        else:
-            skbs, _ = host_paths.run_gro(trace, enabled=s["aggregation"] == "gro", rx_csum="unnecessary")
-        t = Trace.concat([trace.with_point("nic"), skbs.with_point("lro")])
+        t = Trace.concat([res.traces[p].with_point(p) for p in POINTS])
         return Trace(t.columns, t.points, {"report": REPORT, "variant": variant})
 
     return PresetRun(REPORT, variant, s, res, POINTS, build, res.rate_bps,

@@ -152,6 +152,36 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def round_text(v: float, digits: int = 3) -> str:
+    """``digits`` significant digits, never an exponent: 30018.2 -> '30000', 72.71 -> '72.7', 0.6585 -> '0.659'."""
+    r = float(f"{float(v):.{digits}g}")
+    return str(int(round(r))) if abs(r) >= 10 ** (digits - 1) else f"{r:g}"
+
+
+def format_rate(bps: float) -> str:
+    """A rate as a student reads it: 723 kb/s, 2.0 Mb/s, 6.65 Gb/s."""
+    if bps >= 1e9:
+        return f"{bps / 1e9:.3g} Gb/s"
+    if bps >= 1e6:
+        return f"{bps / 1e6:.3g} Mb/s"
+    if bps >= 1e3:
+        return f"{bps / 1e3:.3g} kb/s"
+    return f"{bps:.3g} b/s"
+
+
+def _rounded(v, digits: int) -> str:
+    """A cell with numbers rounded to ``digits`` significant digits (ranges, booleans, text as ``_fmt``)."""
+    if _is_range(v) and None not in v:
+        return f"{_rounded(v[0], digits)}-{_rounded(v[1], digits)}"
+    if isinstance(v, bool) or (hasattr(v, "dtype") and v.dtype == bool) or v is None:
+        return _fmt(v)
+    if _is_number(v) or hasattr(v, "item"):
+        v = _plain(v)
+        if isinstance(v, float) and v == v:
+            return round_text(v, digits)
+    return _fmt(v)
+
+
 @dataclass(frozen=True)
 class Row:
     """One compared quantity. ``ok`` is computed from the tolerance."""
@@ -271,8 +301,10 @@ class Reproduction:
         } for r in self.rows], columns=["report", "quantity", "unit", "reported", "model", "tolerance",
                                         "residual", "rel_residual", "ok", "role", "source"])
 
-    def render(self, source: bool = True) -> str:
-        """A plain-text table for the terminal."""
+    def render(self, source: bool = True, digits: int | None = None) -> str:
+        """A plain-text table for the terminal. ``digits``: round the numbers to that many
+        significant digits (stable enough for a checked notebook cell)."""
+        fmt = _fmt if digits is None else (lambda v: _rounded(v, digits))
         n_ok = sum(r.ok for r in self.rows)
         head = (f"{self.report}: {n_ok}/{len(self.rows)} within tolerance "
                 f"({len(self.fitted)} fitted, {len(self.predicted)} predicted)")
@@ -283,8 +315,8 @@ class Reproduction:
         for r in self.rows:
             rr = r.rel_residual
             resid = "-" if r.residual is None else (
-                f"{rr * 100:+.1f}%" if (r.tolerance.kind == "rel" and rr is not None) else _fmt(r.residual))
-            cells = [r.quantity, r.unit, _fmt(r.reported), _fmt(r.model), r.tolerance.text(r.unit),
+                f"{rr * 100:+.1f}%" if (r.tolerance.kind == "rel" and rr is not None) else fmt(r.residual))
+            cells = [r.quantity, r.unit, fmt(r.reported), fmt(r.model), r.tolerance.text(r.unit),
                      resid, "ok" if r.ok else "FAIL", r.role]
             if source:
                 cells.append(r.source)

@@ -23,13 +23,9 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
-from .. import codes
-
-from ..engine import checksum as csum
 from ..engine import cpu
 from ..sim import host_paths, hosts
+from ..sim.scenario import rx_csum_mode, tso_requires_tx_csum
 from ..trace import Trace
 from .facts import load_facts
 from .presets import Fit, Knob, PresetRun, Variant, settings_for, settings_mss, solve_linear
@@ -45,8 +41,9 @@ POINT_HELP = {"lan": "frames arriving from the LAN (VLAN-tagged, CHECKSUM_NONE)"
 KNOBS = {
     "gro": Knob(True, "GRO on the LAN interface"),
     "conntrack_checksum": Knob(True, "net.netfilter.nf_conntrack_checksum"),
-    "csum_offload": Knob(False, "the NIC checksums in hardware, RX and TX (bgmac cannot)"),
-    "tso": Knob(False, "egress TSO (bgmac has none: software GSO)"),
+    "rx_csum": Knob(False, "RX checksum offload of the LAN MAC (bgmac has none: CHECKSUM_NONE)"),
+    "tx_csum": Knob(False, "TX checksum offload of the WAN MAC (bgmac has none: skb_checksum_help)"),
+    "tso": Knob(False, "egress TSO (bgmac has none: software GSO; Linux turns it off without tx_csum)"),
     "mtu": Knob(1500, "interface MTU, bytes", lo=576, hi=9000),
     "mss": Knob(None, "TCP payload per segment (default: MTU - 52)", lo=64, hi=8948),
     "sessions": Knob(1, "concurrent TCP flows through the router", lo=1, hi=256),
@@ -70,7 +67,7 @@ VARIANTS = {v.name: v for v in (
     Variant("gro_on_ct1", "extra", "seed table: GRO on, nf_conntrack_checksum=1",
             {"gro": True, "conntrack_checksum": True}),
     Variant("hw_csum", "extra", "what-if: a MAC with RX and TX checksum offload, GRO on",
-            {"gro": True, "conntrack_checksum": True, "csum_offload": True}),
+            {"gro": True, "conntrack_checksum": True, "rx_csum": True, "tx_csum": True}),
 )}
 
 CELLS = {"gro_off_ct0": "throughput_gro_off_ct0_Mbps", "gro_off_ct1": "throughput_gro_off_ct1_Mbps",
@@ -83,10 +80,10 @@ def _arrivals(link_bps: float, mss: int, sessions: int, packets: int) -> Trace:
 
 
 def _forward(trace: Trace, host, s: dict):
+    tso = tso_requires_tx_csum(s["tso"], s["tx_csum"])
     return host_paths.router_forward(
         trace, host, gro=s["gro"], nf_conntrack_checksum=s["conntrack_checksum"],
-        rx_csum="unnecessary" if s["csum_offload"] else "none", tso=s["tso"],
-        tx_csum_hw=s["csum_offload"] or s["tso"])
+        rx_csum=rx_csum_mode(s["rx_csum"]), tso=tso, tx_csum_hw=s["tx_csum"])
 
 
 @functools.lru_cache(maxsize=1)
@@ -141,12 +138,7 @@ def run(variant: str = "broken", **overrides) -> PresetRun:
     res = _forward(trace, host, s)
 
     def build() -> Trace:
-        skbs, _ = host_paths.run_gro(trace, enabled=s["gro"], rx_csum="unnecessary" if s["csum_offload"] else "none")
-        skbs, _ = csum.conntrack_check(skbs, enabled=s["conntrack_checksum"])
-        is_gso = (skbs.gso_size > 0) & (skbs.payload_len > skbs.gso_size)
-        out = host_paths._sw_segment(skbs, tx_csum=True) if (is_gso.any() and not s["tso"]) else skbs
-        out = out.replace(csum_state=np.full(len(out), codes.CSUM_NONE))   # leaves with its checksum complete
-        t = Trace.concat([trace.with_point("lan"), skbs.with_point("forward"), out.with_point("wan")])
+        t = Trace.concat([res.traces[p].with_point(p) for p in POINTS])
         return Trace(t.columns, t.points, {"report": REPORT, "variant": variant})
 
     return PresetRun(REPORT, variant, s, res, POINTS, build, res.rate_bps,

@@ -41,8 +41,10 @@ _F = load_facts(REPORT)
 KNOBS = {
     "nic": Knob("mlx4", "receive NIC: its checksum metadata for VXLAN packets", choices=tuple(NIC_RX_CSUM)),
     "gro": Knob(True, "GRO on the physical NIC"),
-    "csum_offload": Knob(None, "RX checksum offload: None = the NIC's own behaviour, True = inner checksum "
-                         "vouched for (level 1), False = none (CHECKSUM_NONE)", choices=(None, True, False)),
+    "rx_csum": Knob(None, "RX checksum offload, the state the NIC gives VXLAN packets: None = the NIC's own "
+                    "(nic), 'unnecessary' = inner checksum vouched for (level 1), 'unnecessary-outer-only' = "
+                    "outer UDP only (level 0), 'none' = CHECKSUM_NONE",
+                    choices=(None, "unnecessary", "unnecessary-outer-only", "none")),
     "outer_udp_csum": Knob(False, "the sender fills the outer UDP checksum (OVS options:csum=true; Linux >= 4.6)"),
     "tunnel_rule": Knob("old", "udp_gro_receive's checksum gate: 4.x ('old') or later kernels ('new')",
                         choices=("old", "new")),
@@ -74,16 +76,15 @@ def _arrivals(link_bps: float, mss: int, sessions: int, packets: int, outer_csum
 
 def rx_csum_mode(s: dict) -> str:
     """The receive checksum mode (``engine.checksum.RX_CSUM_MODES``) of a settings dict."""
-    if s["csum_offload"] is None:
-        return NIC_RX_CSUM[s["nic"]]
-    return "unnecessary" if s["csum_offload"] else "none"
+    return NIC_RX_CSUM[s["nic"]] if s["rx_csum"] is None else s["rx_csum"]
 
 
 def _receive(trace: Trace, host, s: dict):
     return host_paths.vm_receive(trace, host, gro=s["gro"], rx_csum=rx_csum_mode(s), tunnel_rule=s["tunnel_rule"])
 
 
-def _trace_for(s: dict, host) -> Trace:
+def arrivals(s: dict, host) -> Trace:
+    """The VXLAN frames arriving at the host NIC for a settings dict."""
     return _arrivals(host.link_bps, settings_mss(s), s["sessions"], s["packets"], s["outer_udp_csum"])
 
 
@@ -92,7 +93,7 @@ def calibrate() -> dict[str, Fit]:
     """Solve the vhost thread's per-skb cost from the mlx4 cell (see module doc)."""
     host = hosts.load_host(HOST)
     s = settings_for(KNOBS, VARIANTS, "broken", {})
-    trace = _trace_for(s, host)
+    trace = arrivals(s, host)
     target = _F.value("rx_throughput_mlx4_Gbps") * 1e9
     cores = host.contexts["vhost"]
     k = solve_linear(lambda p: _receive(trace, host.scale_stage("vhost", p, per="packet"), s).ns_per_byte("vhost"),
@@ -115,13 +116,12 @@ def run(variant: str = "broken", **overrides) -> PresetRun:
     """Receive one arriving train into the VM; ``result`` is a ``CpuResult``."""
     s = settings_for(KNOBS, VARIANTS, variant, overrides)
     host = fitted_host(s["fitted"])
-    trace = _trace_for(s, host)
+    trace = arrivals(s, host)
     res = _receive(trace, host, s)
-    skbs, _ = host_paths.run_gro(trace, enabled=s["gro"], rx_csum=rx_csum_mode(s), tunnel_rule=s["tunnel_rule"])
-    tap = host_paths.decap_vxlan(skbs)
+    tap = res.traces["tap"]
 
     def build() -> Trace:
-        t = Trace.concat([trace.with_point("nic"), tap.with_point("tap")])
+        t = Trace.concat([res.traces["nic"].with_point("nic"), tap.with_point("tap")])
         return Trace(t.columns, t.points, {"report": REPORT, "variant": variant})
 
     util = res.utilisation()

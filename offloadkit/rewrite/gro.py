@@ -114,11 +114,13 @@ def frame_hints(linktype: int, buf: bytes, orig_len: int, fcs: int = 0):
     return row, hint, lay
 
 
-def records_to_trace(records: list[Record]):
-    """(Trace, GroHints, layouts) for every record; records GRO cannot read become pass-through rows."""
+def records_to_trace(records: list[Record], progress=iter):
+    """(Trace, GroHints, layouts) for every record; records GRO cannot read become pass-through rows.
+
+    progress: wraps the loop over the records (e.g. a tqdm bar)."""
     rows, layouts = [], []
     hints = {k: [] for k in HINTS}
-    for i, rec in enumerate(records):
+    for i, rec in enumerate(progress(records)):
         row, hint, lay = frame_hints(rec.linktype, rec.data, rec.orig_len, rec.fcs)
         row["time_ns"] = rec.time_ns
         row["frame"] = i
@@ -195,9 +197,9 @@ class GroRun:
         return int((self.result.reasons == codes.GRO_MERGED).sum())
 
 
-def gro_records(records: list[Record], params: GroParams | None = None) -> GroRun:
+def gro_records(records: list[Record], params: GroParams | None = None, progress=iter) -> GroRun:
     """The records the stack sees after GRO, in delivery order, timestamped when delivered."""
-    trace, hints, layouts = records_to_trace(records)
+    trace, hints, layouts = records_to_trace(records, progress)
     res = gro(trace, params or GroParams(), hints)
     out = res.out
     groups: dict[int, list[int]] = {}

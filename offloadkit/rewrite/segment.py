@@ -75,11 +75,11 @@ def super_packet(rec: Record, mss: int):
 
 
 def segment_records(records: list[Record], mss: int, nic: str = "sw-gso", tx_csum: bool = True,
-                    fixed_id: bool = False) -> SegmentRun:
-    """The output records of ``records`` segmented at gso_size ``mss``."""
+                    fixed_id: bool = False, progress=iter) -> SegmentRun:
+    """The output records of ``records`` segmented at gso_size ``mss`` (``progress`` wraps the read loop)."""
     heads = {}
     tunnelled = 0
-    for i, rec in enumerate(records):
+    for i, rec in enumerate(progress(records)):
         got = super_packet(rec, mss)
         if got == "tunnel":
             tunnelled += 1

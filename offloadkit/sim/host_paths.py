@@ -9,6 +9,9 @@ turning GRO off changes the packets every later stage sees, turning checksum
 offload off adds recorded passes, more sessions shrink LRO aggregates and raise
 allocation costs.
 
+Every path's result carries the packets at its capture points (``CpuResult.traces``,
+point name -> Trace): what the stages saw, so nothing runs a stage again to draw them.
+
 Paths:
 - :func:`local_receive`  driver -> GRO -> IP -> TCP -> socket copy
 - :func:`vm_receive`     driver -> GRO (VXLAN checksum gate) -> vxlan -> OVS -> tun -> vhost -> guest
@@ -25,8 +28,11 @@ from .. import codes
 from ..trace import Trace
 from .hosts import load_host
 from ..engine import checksum as csum
+from ..engine import gro as engine_gro
+from ..engine import lro as engine_lro
 from ..engine.cpu import (CpuResult, HostProfile, arrival_trace, charge, miss_fraction,
-                  pass_bytes, splice_calls, trace_bytes)
+                          pass_bytes, splice_calls, trace_bytes)
+from ..engine.segment import segment
 
 PIPE_BYTES = 16 * 4096          # default pipe: 16 buffers of one page (PIPE_DEF_BUFFERS)
 TSO_SIZE_GOAL = 65536 - 1 - 320  # tcp_sendpage fills skbs up to the TSO size goal
@@ -61,22 +67,21 @@ def run_gro(trace: Trace, *, enabled: bool = True, rx_csum: str = "trace", tunne
     taken directly (same rows, states from ``checksum.rx_states``, no passes),
     which spares a copy of every column on large traces.
     """
-    from ..engine import gro
     if not enabled and not bool((trace.gso_size > 0).any()):
         state, level = csum.rx_states(trace, rx_csum)
         return (trace.replace(csum_state=state, csum_level=level,
                               gro_reason=np.full(len(trace), codes.GRO_OFF, np.uint8)),
                 csum.CsumPasses.empty())
-    params = gro.GroParams(enabled=enabled, rx_csum=rx_csum, tunnel_rule=tunnel_rule,
-                           napi_budget=napi_budget)
-    res = gro.gro(trace, params)
+    params = engine_gro.GroParams(enabled=enabled, rx_csum=rx_csum, tunnel_rule=tunnel_rule,
+                                  napi_budget=napi_budget)
+    res = engine_gro.gro(trace, params)
     return res.out, res.passes
 
 
 def run_lro(trace: Trace, *, descriptors: int = 8, max_pkts: int = 64, napi_budget: int = 64) -> Trace:
     """The real LRO engine (inet_lro as myri10ge uses it: 8 descriptors, 64 packets): delivered Trace."""
-    from ..engine import lro
-    return lro.lro(trace, lro.LroParams(descriptors=descriptors, max_pkts=max_pkts, napi_budget=napi_budget)).out
+    return engine_lro.lro(trace, engine_lro.LroParams(descriptors=descriptors, max_pkts=max_pkts,
+                                                      napi_budget=napi_budget)).out
 
 
 def _segments_in(trace: Trace) -> np.ndarray:
@@ -134,7 +139,7 @@ def router_forward(trace: Trace, host="bcm4708-router", *, gro: bool = True,
     n_gso = int(is_gso.sum())
     if n_gso and not tso:
         gso_pass = csum.sw_gso_passes(skbs, device_can_csum=tx_csum_feature)
-        segs = _sw_segment(skbs, tx_csum=tx_csum_feature)
+        segs = sw_segment(skbs, tx_csum=tx_csum_feature)
     else:
         gso_pass, segs = None, skbs
     engine_s += time.perf_counter() - e0
@@ -150,14 +155,16 @@ def router_forward(trace: Trace, host="bcm4708-router", *, gro: bool = True,
                          bytes_in=int(segs.payload_len.sum(dtype=np.int64)),
                          counts={"csum_help": len(help_pass)},
                          csum_bytes=pass_bytes(help_pass, [codes.PASS_CSUM_HELP])))
+    wan = segs.replace(csum_state=np.full(len(segs), codes.CSUM_NONE))   # leaves with its checksum complete
     return _result("router_forward", h, trace, stages, offered_bps, t0, engine_s,
                    dict(gro=gro, nf_conntrack_checksum=nf_conntrack_checksum, tso=tso,
                         tx_csum_hw=tx_csum_hw, wire_packets=n, skbs=m,
-                        segments_per_skb=n / max(m, 1)))
+                        segments_per_skb=n / max(m, 1)),
+                   {"lan": trace, "forward": skbs, "wan": wan})
 
 
-def _sw_segment(skbs: Trace, tx_csum: bool) -> Trace:
-    from ..engine.segment import segment
+def sw_segment(skbs: Trace, tx_csum: bool) -> Trace:
+    """Software GSO of every super-packet (``skb_gso_segment`` on a device without TSO)."""
     return segment(skbs, nic="sw-gso", tx_csum=tx_csum)
 
 
@@ -180,7 +187,8 @@ def local_receive(trace: Trace, host="x86-2016-veth", *, gro: bool = True, rx_cs
                          csum_bytes=pass_bytes(rxpass, [codes.PASS_STACK_RX])))
     stages.append(charge(h, "socket_copy", packets_in=m, packets_out=m, bytes_in=sb))
     return _result("local_receive", h, trace, stages, offered_bps, t0, engine_s,
-                   dict(gro=gro, wire_packets=n, skbs=m, segments_per_skb=n / max(m, 1)))
+                   dict(gro=gro, wire_packets=n, skbs=m, segments_per_skb=n / max(m, 1)),
+                   {"nic": trace, "stack": skbs})
 
 
 def decap_vxlan(skbs: Trace) -> Trace:
@@ -229,7 +237,8 @@ def vm_receive(trace: Trace, host="x86-2016-vm-host", *, gro: bool = True, rx_cs
                          csum_bytes=pass_bytes(guest_pass, [codes.PASS_STACK_RX])))
     return _result("vm_receive", h, trace, stages, offered_bps, t0, engine_s,
                    dict(gro=gro, rx_csum=rx_csum, wire_packets=n, skbs=m,
-                        segments_per_skb=n / max(m, 1), mean_tap_payload=sb / max(m, 1)))
+                        segments_per_skb=n / max(m, 1), mean_tap_payload=sb / max(m, 1)),
+                   {"nic": trace, "tap": inner})
 
 
 def splice_proxy(trace: Trace, host="x86-2009-myri10ge", *, sessions: int | None = None,
@@ -287,13 +296,14 @@ def splice_proxy(trace: Trace, host="x86-2009-myri10ge", *, sessions: int | None
     return _result("splice_proxy", h, trace, stages, offered_bps, t0, engine_s,
                    dict(sessions=sessions, aggregation=aggregation, wire_packets=n, skbs=m,
                         segments_per_skb=n / max(m, 1), calls=int(calls), tx_skbs=int(tx_skbs),
-                        allocs=int(allocs), miss_fraction=f))
+                        allocs=int(allocs), miss_fraction=f),
+                   {"nic": trace, "lro": skbs})
 
 
-def _result(path, h, trace, stages, offered_bps, t0, engine_s, info) -> CpuResult:
+def _result(path, h, trace, stages, offered_bps, t0, engine_s, info, traces) -> CpuResult:
     payload, wire = trace_bytes(trace)
     info = dict(info, engine_s=engine_s, charge_s=time.perf_counter() - t0 - engine_s)
-    return CpuResult(path, h, tuple(stages), payload, wire, _offered(trace, offered_bps), info)
+    return CpuResult(path, h, tuple(stages), payload, wire, _offered(trace, offered_bps), info, traces)
 
 
 # ------------------------------------------------------------------ sweeps

@@ -5,19 +5,20 @@ function returning a :class:`~offloadkit.ui.dashboard.Dashboard`; it joins the
 registry below (or calls :func:`register`). Modules are imported on first use,
 so a notebook pays only for the dashboard it shows. A report module is about::
 
-    from .dashboard import Dashboard, apply_overrides, int_slider, toggle
+    from .controls import control
+    from .dashboard import Dashboard
     from . import views
 
     def build(**overrides):
-        controls = {"mss": int_slider("MSS", 1440, 536, 1460), "mtu": int_slider("MTU", 1500, 576, 9000),
-                    "gro": toggle("GRO", True), "csum_offload": toggle("checksum offload", True),
-                    "tso": toggle("TSO/GSO", True)}
-        apply_overrides(controls, overrides)
-        return Dashboard("Report 000", controls, compute=lambda v: reproduce_with(**v),
-                         views={"trace": lambda r: views.trace_text(r.lines),
-                                "throughput": lambda r: views.throughput_vs_report(r.rates)},
-                         readout=lambda r: f"goodput {views.format_rate(r.goodput_bps)}")
+        controls = {"mss": control("mss", 1440, 88, 1448), "mtu": control("mtu", 1500, 576, 9000),
+                    "gro": control("gro", True), "tx_csum": control("tx_csum", True)}
+        return Dashboard("Report 000", controls, compute=lambda v: get("000").run("broken", **v),
+                         views={"sizes": lambda r: views.segment_sizes(r.trace)},
+                         texts={"trace": lambda r: views.excerpt_html(r.lines)},
+                         mss_max=lambda v: max_mss(v["mtu"]), overrides=overrides)
 
+Each control has the name of the preset knob it sets, and its label and meaning
+from ``controls.CONTROLS``.
 ``compute`` raises ValueError for settings the model rejects; the dashboard shows
 the message. ``tests/test_dashboard.py`` runs the contract on every registered id.
 """

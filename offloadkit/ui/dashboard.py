@@ -17,6 +17,12 @@ Contract (exercised by ``tests/test_dashboard*.py``):
   last good result (None if there never was one) and the charts keep showing it.
   Any other exception is shown the same way, prefixed "internal error", and kept
   in ``last_exception``.
+- ``texts``: panels of plain HTML text (the tcpdump excerpts): cheap to redraw,
+  they wrap and scroll inside their box.
+- ``mss_max``: values -> the largest valid MSS. The MSS slider's maximum follows
+  it, and a change that lowers it below the MSS carries the MSS down (with a note),
+  so no position of the slider is an invalid setting.
+- ``busy``: a "recomputing" indicator, shown while the model runs.
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ from typing import Any, Callable, Mapping
 import altair as alt
 import ipywidgets as W
 
+from .controls import apply_overrides, choice, control_values, int_slider, toggle
 from .offline import enable_offline
 from .views import VegaLite, message_chart
 
@@ -45,41 +52,61 @@ def live_chart(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
 
 
 class Dashboard:
-    """Controls + live charts + a readout + a message area, as one displayable object."""
+    """Controls + live charts + text panels + a readout + a message area, as one displayable object."""
 
     def __init__(self, title: str, controls: Mapping[str, W.ValueWidget],
                  compute: Callable[[dict], Any], views: Mapping[str, ChartBuilder], *,
+                 texts: Mapping[str, Callable[[Any], str]] | None = None,
                  readout: Callable[[Any], str] | None = None,
                  notes: Callable[[Any], str | None] | None = None,
                  static_html: Callable[[Any], str] | None = None,
+                 mss_max: Callable[[dict], int] | None = None,
+                 overrides: Mapping[str, Any] | None = None,
                  description: str = "", layout: list[list[str]] | None = None):
         enable_offline()
         self.title = title
         self.controls: dict[str, W.ValueWidget] = dict(controls)
         self._compute = compute
         self.views: dict[str, ChartBuilder] = dict(views)   # name -> result -> chart
+        self.texts: dict[str, Callable[[Any], str]] = dict(texts or {})
         self._readout_fn = readout
         self._notes_fn = notes
         self._static_fn = static_html
+        self._mss_max = mss_max
         self.result: Any = None
         self.error: str | None = None
         self.last_exception: BaseException | None = None
         self.recomputes = 0
+        self.carried: str | None = None     # the note of the last MSS carried down
+        self.readout_text = ""              # the readout as plain text (``readout`` shows it as HTML)
 
         self.message = W.HTML(value="", layout=W.Layout(min_height="1.5em"))
         self.message.add_class("offloadkit-message")
-        self.readout = W.Label(value="")
+        self.busy = W.HTML(value="", layout=W.Layout(min_height="1.2em"))
+        self.busy.add_class("offloadkit-busy")
+        self.readout = W.HTML(value="", layout=W.Layout(max_width="100%"))
         self.readout.add_class("offloadkit-readout")
         self.charts: dict[str, alt.JupyterChart] = {
             name: alt.JupyterChart(message_chart("no result yet"), embed_options=dict(EMBED_OPTIONS))
             for name in self.views}
         for name, chart in self.charts.items():
             chart.add_class(f"offloadkit-chart-{name}")
+        self.text_panels: dict[str, W.HTML] = {
+            name: W.HTML(value="", layout=W.Layout(max_width="100%", overflow="auto")) for name in self.texts}
+        for name, panel in self.text_panels.items():
+            panel.add_class(f"offloadkit-text-{name}")
         for name, ctl in self.controls.items():   # stable hooks for the browser tests
             ctl.add_class(f"offloadkit-control-{name}")
-        self._layout = layout or [[name] for name in self.views]
+        self._layout = layout or [[name] for name in [*self.texts, *self.views]]
         self._widget: W.VBox | None = None
         self._description = description
+        if overrides:
+            with self._held():
+                self._follow_mss(strict=False)
+                apply_overrides(self.controls, {k: v for k, v in overrides.items() if k != "mss"})
+                self._follow_mss(strict=False)
+                apply_overrides(self.controls, {k: v for k, v in overrides.items() if k == "mss"})
+        self._follow_mss(strict=True)
         self.recompute()
         for ctl in self.controls.values():
             ctl.observe(self._on_change, names="value")
@@ -92,12 +119,17 @@ class Dashboard:
 
     def set(self, **values) -> None:
         """Set several controls, recomputing once at the end."""
+        self.carried = None
         unknown = set(values) - set(self.controls)
         if unknown:
             raise ValueError(f"no control {sorted(unknown)}; this dashboard has {sorted(self.controls)}")
         with self._held():
             for name, value in values.items():
-                self.controls[name].value = value
+                if name != "mss":
+                    self.controls[name].value = value
+            self._follow_mss(strict=False)
+            if "mss" in values:
+                self.controls["mss"].value = values["mss"]
         self.recompute()
 
     @contextmanager
@@ -110,16 +142,48 @@ class Dashboard:
 
     _holding = False
 
+    def _follow_mss(self, strict: bool) -> None:
+        """Set the MSS slider's maximum to what the current MTU carries; carry the MSS down to it.
+        ``strict``: an MSS above the maximum is a ValueError (a bad override), not carried."""
+        if self._mss_max is None or "mss" not in self.controls:
+            return
+        ctl = self.controls["mss"]
+        top = int(self._mss_max(self.values))
+        if top < ctl.min:
+            raise ValueError(f"this MTU carries at most {top} payload bytes per segment, below the MSS slider's "
+                             f"minimum {ctl.min}; raise the MTU.")
+        if strict and ctl.value > top:
+            raise ValueError(f"mss={ctl.value} does not fit: the MTU carries at most {top} payload bytes per "
+                             f"segment; give mss <= {top} or a larger mtu.")
+        was = ctl.value
+        with self._held():
+            if top < was:
+                ctl.value = top
+                self.carried = f"MSS carried down from {was} to {top}: the most this MTU carries."
+            ctl.max = top
+
     def _on_change(self, change) -> None:
-        if not self._holding:
-            self.recompute()
+        if self._holding:
+            return
+        self.carried = None
+        if change["owner"] is not self.controls.get("mss"):
+            self._follow_mss(strict=False)
+        self.recompute()
 
     def recompute(self) -> None:
         """Run the model on the current values and redraw every view."""
         self.recomputes += 1
+        self.busy.value = "<span style='color:#555'>&#8987; recomputing&#8230;</span>"
+        try:
+            self._recompute()
+        finally:
+            self.busy.value = ""
+
+    def _recompute(self) -> None:
         try:
             result = self._compute(self.values)
             charts = {name: build(result) for name, build in self.views.items()}
+            texts = {name: build(result) for name, build in self.texts.items()}
             readout = self._readout_fn(result) if self._readout_fn else ""
             notes = self._notes_fn(result) if self._notes_fn else None
         except ValueError as e:
@@ -131,7 +195,12 @@ class Dashboard:
         self.result, self.error, self.last_exception = result, None, None
         for name, chart in charts.items():
             self.charts[name].chart = live_chart(chart)
-        self.readout.value = readout
+        for name, text in texts.items():
+            if self.text_panels[name].value != text:
+                self.text_panels[name].value = text
+        self.readout_text = readout
+        self.readout.value = f"<div style='white-space:normal;overflow-wrap:anywhere'>{html.escape(readout)}</div>"
+        notes = " ".join(n for n in (self.carried, notes) if n)
         self.message.value = (f'<div class="offloadkit-note" style="color:#555">{html.escape(notes)}</div>'
                               if notes else "")
 
@@ -142,17 +211,22 @@ class Dashboard:
                               f'&#9888; {html.escape(message)}</b>{kept}</div>')
 
     # -- display ------------------------------------------------------------
+    def _panel(self, name: str) -> W.Widget:
+        return self.text_panels[name] if name in self.text_panels else self.charts[name]
+
     @property
     def widget(self) -> W.VBox:
         """The whole dashboard as one ipywidgets VBox (built on first use)."""
         if self._widget is None:
-            rows = [W.HBox([self.charts[n] for n in row if n in self.charts],
-                           layout=W.Layout(overflow="auto", max_width="100%")) for row in self._layout]
+            rows = [W.HBox([self._panel(n) for n in row if n in self.charts or n in self.text_panels],
+                           layout=W.Layout(flex_flow="row wrap", overflow="auto", max_width="100%"))
+                    for row in self._layout]
             head = [W.HTML(f"<h3 style='margin:0'>{html.escape(self.title)}</h3>")]
             if self._description:
-                head.append(W.HTML(self._description))
-            box = W.HBox(list(self.controls.values()), layout=W.Layout(flex_flow="row wrap"))
-            self._widget = W.VBox([*head, box, self.message, self.readout, *rows])
+                head.append(W.HTML(self._description, layout=W.Layout(max_width="100%")))
+            box = W.HBox(list(self.controls.values()), layout=W.Layout(flex_flow="row wrap", max_width="100%"))
+            self._widget = W.VBox([*head, box, self.busy, self.message, self.readout, *rows],
+                                  layout=W.Layout(max_width="100%", overflow="hidden"))
             self._widget.add_class("offloadkit-dashboard")
         return self._widget
 
@@ -172,7 +246,7 @@ class Dashboard:
                          for name, svg in self.chart_svgs().items())
         return (f"<div class='offloadkit-static'><b>{html.escape(self.title)}</b> "
                 f"<i>(live dashboard: run the notebook to use it)</i>{self.message.value}"
-                f"<div>{html.escape(self.readout.value)}</div>{extra}{charts}</div>")
+                f"{self.readout.value}{extra}{charts}</div>")
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.widget._repr_mimebundle_(**kwargs)
@@ -185,49 +259,5 @@ class Dashboard:
         return f"<Dashboard {self.title!r}: {len(self.controls)} controls, {len(self.charts)} charts, {state}>"
 
 
-# -- control factories: the same look in every dashboard ----------------------
-_WIDE = {"description_width": "initial"}
-
-
-def int_slider(description: str, value: int, lo: int, hi: int, step: int = 1) -> W.IntSlider:
-    """An integer slider that recomputes on release (``continuous_update=False``)."""
-    return W.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
-                       continuous_update=False, style=_WIDE, layout=W.Layout(width="330px"))
-
-
-def toggle(description: str, value: bool) -> W.Checkbox:
-    return W.Checkbox(value=value, description=description, indent=False,
-                      layout=W.Layout(width="auto", margin="0 12px 0 0"))
-
-
-def choice(description: str, options, value) -> W.Dropdown:
-    return W.Dropdown(options=options, value=value, description=description, style=_WIDE,
-                      layout=W.Layout(width="auto"))
-
-
-def control_values(ctl: W.ValueWidget, n: int = 12) -> list:
-    """Values to try on a control (tests, benchmarks): both states of a toggle, every option of a
-    dropdown, ``n`` values spread over a slider's range plus a few next to its current value."""
-    if isinstance(ctl.value, bool):
-        return [not ctl.value, ctl.value]
-    if hasattr(ctl, "options") and not hasattr(ctl, "min"):
-        return [o[1] if isinstance(o, tuple) else o for o in ctl.options]
-    lo, hi, step = ctl.min, ctl.max, getattr(ctl, "step", 1) or 1
-    vals = {int(round((lo + (hi - lo) * k / (n - 1)) / step) * step) for k in range(n)}
-    vals |= {ctl.value - step * k for k in (1, 2, 3) if ctl.value - step * k >= lo}
-    return sorted(v for v in vals if lo <= v <= hi)
-
-
-def apply_overrides(controls: Mapping[str, W.ValueWidget], overrides: Mapping[str, Any]) -> None:
-    """Set initial control values; a name or value the control cannot take is a ValueError."""
-    for name, value in overrides.items():
-        if name not in controls:
-            raise ValueError(f"no control {name!r}; this dashboard has {sorted(controls)}")
-        ctl = controls[name]
-        lo, hi = getattr(ctl, "min", None), getattr(ctl, "max", None)
-        if lo is not None and not (lo <= value <= hi):
-            raise ValueError(f"{name}={value} is outside the control's range {lo}..{hi}")
-        try:
-            ctl.value = value
-        except Exception as e:  # traitlets.TraitError for a dropdown value not among the options
-            raise ValueError(f"{name}={value!r}: {e}") from None
+__all__ = ["Dashboard", "EMBED_OPTIONS", "live_chart", "int_slider", "toggle", "choice", "control_values",
+           "apply_overrides"]

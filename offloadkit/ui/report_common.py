@@ -1,9 +1,9 @@
 """What the five report dashboards share: the common controls, tcpdump excerpts, readouts.
 
-A report dashboard (``report_<id>.py``) turns its controls into a call of the
-report's preset (``offloadkit.reports.get(id)``) or of the engine functions the
-preset uses, and shows the result with the builders of ``views`` and
-``report_views``. Nothing shown is typed in here: packet sizes, rates and CPU
+A report dashboard (``report_<id>.py``) turns its controls into one call of the
+report's preset, ``offloadkit.reports.get(id).run("broken", **knobs)``, each
+control one knob of the same name, and shows the result with the builders of
+``views`` and ``report_views``. Nothing shown is typed in here: packet sizes, rates and CPU
 shares come from the model, the report's numbers from ``load_facts``.
 """
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import codes
-from ..io.tcpdump import render
+from ..reports.table import format_rate, round_text
+from ..sim.one_packet import marked_lines, max_mss
 from ..trace import Trace
-from .dashboard import int_slider, toggle
-from .views import format_rate
+from .views import excerpt_html
 
 U32 = 1 << 32
 
@@ -40,22 +40,6 @@ class ReportView:
     @property
     def goodput_bps(self) -> float:
         return float(self.run.goodput_bps)
-
-
-def common_controls(mss: int, mtu: int, gro: bool, csum_offload: bool, *, mss_range=(200, 9000),
-                    mtu_range=(576, 9000), gro_label: str = "GRO",
-                    csum_label: str = "checksum offload") -> dict:
-    """The four controls every dashboard has: ``mss``, ``mtu``, ``gro``, ``csum_offload``."""
-    return {"mss": int_slider("MSS (payload)", mss, *mss_range),
-            "mtu": int_slider("MTU", mtu, *mtu_range),
-            "gro": toggle(gro_label, gro),
-            "csum_offload": toggle(csum_label, csum_offload)}
-
-
-def tag_controls(controls: Mapping) -> None:
-    """CSS classes the browser tests find the controls by."""
-    for name, ctl in controls.items():
-        ctl.add_class(f"offloadkit-control-{name}")
 
 
 # -- tcpdump excerpts ---------------------------------------------------------------
@@ -85,19 +69,13 @@ _OPTIONS = re.compile(r"options \[[^\]]*\], ")
 
 def tcpdump_lines(t: Trace, base_seq: int | None = None, base_ack: int | None = None,
                   options: bool = False) -> list[str]:
-    """``tcpdump -n -t`` lines; a dropped packet gets its drop reason after the line.
-    ``options=False`` leaves out the TCP options (the timestamps), to keep two panels side by side."""
-    if len(t) == 0:
-        return []
-    if base_seq is not None:
+    """``tcpdump -n -t`` lines, drops marked (``sim.one_packet.marked_lines``), sequence numbers
+    relative to ``base_seq``/``base_ack``. ``options=False`` leaves out the TCP options (the
+    timestamps), to keep two panels side by side."""
+    if len(t) and base_seq is not None:
         t = relative(t, base_seq, base_ack if base_ack is not None else int(t.ack[0]))
-    out = []
-    for line, d in zip(render(t, relative=False, time=False), t.drop):
-        if not options:
-            line = _OPTIONS.sub("", line)
-        line = line + (f"  ✗ dropped here ({codes.DROP_NAMES.get(int(d), d)})" if d else "")
-        out.extend(line.split("\n"))      # an encapsulated packet: outer line, then the inner one
-    return out
+    lines = marked_lines(t)
+    return lines if options else [_OPTIONS.sub("", line) for line in lines]
 
 
 def excerpt(trace: Trace | Mapping[str, Trace], points: Sequence[str], n: int = 8, start_seq: int | None = None,
@@ -145,9 +123,8 @@ def size_counts(t: Trace, delivered_only: bool = True) -> dict[int, int]:
 
 
 def mtu_room_note(mss: int, mtu: int) -> str | None:
-    """The library's MSS check (ValueError when the MSS does not fit); a note when the MTU has room to spare."""
-    from ..engine.segment import check_mss_fits
-    room = check_mss_fits(int(mss), int(mtu), timestamps=True)
+    """A note when the MTU has room to spare beyond the MSS (the presets reject an MSS that does not fit)."""
+    room = max_mss(mtu) - int(mss)
     if room > 0:
         return (f"MTU {mtu} has room for {int(mss) + room} payload bytes per segment; the MSS sends {mss} "
                 f"({room} unused).")
@@ -155,10 +132,12 @@ def mtu_room_note(mss: int, mtu: int) -> str | None:
 
 
 def profile_rows(result, case: str, top: int = 10, context: str | None = None) -> list[dict]:
-    """The model's ``perf top``: its ``top`` symbols (idle excluded) as rows for ``views.cpu_profile``."""
-    p = result.profile(context=context)
-    p = p[p.symbol != "[idle/other]"].head(top)
-    return [{"symbol": s, "share": float(v), "case": case} for s, v in zip(p.symbol, p.share)]
+    """The model's ``perf top``: its ``top`` symbols (idle excluded) as rows for ``views.cpu_profile``
+    (``CpuResult.symbol_cycles``: the same shares as ``profile()``, without building a table)."""
+    cpus = result.host.perf_cpus if context is None else result.host.contexts[context]
+    total = result.host.clock_hz * cpus
+    cyc = sorted(result.symbol_cycles(context=context).items(), key=lambda kv: -kv[1][0])[:top]
+    return [{"symbol": s, "share": float(c / total), "case": case} for s, (c, _, _) in cyc]
 
 
 def drops_text(drops: Mapping[str, int]) -> str:
@@ -166,12 +145,20 @@ def drops_text(drops: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {why}" for why, n in drops.items() if n) or "none"
 
 
+def packet_counts(window: Trace) -> dict[str, int]:
+    """Packets per capture point of an excerpt's window (the trace panel headings)."""
+    return {p: len(window.at(p)) for p in window.points}
+
+
+def excerpt_panel(r: ReportView, max_lines: int) -> str:
+    """The tcpdump excerpt of a report dashboard as text panels."""
+    return excerpt_html(r.lines, packet_counts(r.window), max_lines=max_lines)
+
+
 def static_html(r: ReportView) -> str:
     """The kernel-free snapshot: tcpdump lines per point and the rates."""
-    parts = [f"<p><b>{html.escape(p)}</b></p><pre>{html.escape(chr(10).join(lines) or '(no packets)')}</pre>"
-             for p, lines in r.lines.items()]
     rows = "".join(f"<li>{html.escape(row['case'])}: {html.escape(row['label'])}</li>" for row in r.rates)
-    return "".join(parts) + (f"<ul>{rows}</ul>" if rows else "")
+    return excerpt_html(r.lines, packet_counts(r.window), max_lines=50) + (f"<ul>{rows}</ul>" if rows else "")
 
 
 def rate_row(case: str, source: str, value: float | None, label: str, lo: float | None = None,
@@ -191,88 +178,12 @@ def report_rate(case: str, fact_value, unit_label: str) -> dict:
     return rate_row(case, "report", v, f"{round_text(v, 4)} {unit_label}")
 
 
-def round_text(v: float, digits: int = 3) -> str:
-    """``digits`` significant digits, never an exponent: 30018.2 -> '30000', 72.71 -> '72.7', 0.6585 -> '0.659'."""
-    r = float(f"{float(v):.{digits}g}")
-    return str(int(round(r))) if abs(r) >= 10 ** (digits - 1) else f"{r:g}"
-
-
 def model_rate(case: str, value: float, unit_label: str, digits: int = 3) -> dict:
     return rate_row(case, "model", float(value), f"{round_text(value, digits)} {unit_label}")
 
 
 
 
-# -- notebook helpers: the reproduction table and the kernel lab -----------------------
-def _cell(v, digits: int) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, (tuple, list)) and len(v) == 2:
-        return f"{_cell(v[0], digits)}–{_cell(v[1], digits)}"
-    if isinstance(v, (bool, np.bool_)):
-        return "yes" if v else "no"
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    if isinstance(v, (float, np.floating)):
-        return round_text(v, digits)
-    return str(v)
-
-
-def reproduction_text(rep, digits: int = 3) -> str:
-    """A ``Reproduction`` as a plain table with numbers rounded to ``digits`` significant
-    digits (stable enough for a checked notebook cell)."""
-    head = (f"{rep.report}: {sum(r.ok for r in rep.rows)}/{len(rep.rows)} within tolerance "
-            f"({len(rep.fitted)} fitted, {len(rep.predicted)} predicted)")
-    table = [["quantity", "unit", "report", "model", "tolerance", "ok", "role"]]
-    for r in rep.rows:
-        table.append([r.quantity, r.unit, _cell(r.reported, digits), _cell(r.model, digits),
-                      r.tolerance.text(r.unit), "ok" if r.ok else "MISS", r.role])
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    return "\n".join([head] + ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table])
-
-
-def _top_sizes(hist: Mapping[int, int], n: int = 4, smallest: int = 64) -> str:
-    items = [(s, c) for s, c in hist.items() if s >= smallest][:n]
-    return ", ".join(f"{c}×{s}" for s, c in items) or "-"
-
-
-def kernel_lab_text(experiments: Mapping[str, Any], budget_s: float = 25.0) -> str:
-    """Run ``offloadkit.lab.compare.try_on_kernel`` for each labelled ``LabSettings`` and describe
-    what the real kernel did (payload sizes per capture point, kernel beside the kit's engine,
-    goodput). Where the lab cannot run (no root, no namespaces: Binder) the result is its one
-    sentence of refusal. Experiments that would start after ``budget_s`` seconds are left out."""
-    import dataclasses
-    import tempfile
-    import time
-    from ..lab.compare import try_on_kernel
-
-    t0, out = time.monotonic(), []
-    for label, settings in experiments.items():
-        left = budget_s - (time.monotonic() - t0)
-        if left < 3:
-            out.append(f"{label}: left out (the {budget_s:.0f} s budget of this cell is spent)")
-            continue
-        settings = dataclasses.replace(settings, iperf_timeout_s=min(settings.iperf_timeout_s, left))
-        try:
-            with tempfile.TemporaryDirectory(prefix="offloadkit-nb-") as tmp:
-                r = try_on_kernel(settings, tmp)
-        except (RuntimeError, OSError, ValueError) as e:   # a run that failed or timed out: say so, go on
-            out.append(f"{label}: the lab run failed: {e}")
-            continue
-        if "skipped" in r:
-            return f"Skipped: {r['skipped']}"
-        out.append(f"{label}\n  goodput {format_rate(r['goodput_bps'])}, {r['retransmits']} retransmissions")
-        out.append(f"  {'point':11s} {'kernel (payload bytes, most frequent)':40s} kit's engine on the same input")
-        for p, hist in r["kernel"].items():
-            out.append(f"  {p:11s} {_top_sizes(hist):40s} {_top_sizes(r['kit'].get(p, {}))}")
-        for key in ("segmentation", "gro"):
-            if key in r:
-                out.append(f"  {key}: {'agrees' if r[key]['ok'] else 'DIFFERS'} ({r[key]['summary']})")
-        out.extend(f"  note: {n}" for n in r.get("notes", []))
-    out.append("(iperf3's control messages, under 64 bytes, are left out.)")
-    return "\n".join(out)
-
-
-__all__ = ["ReportView", "common_controls", "tag_controls", "excerpt", "data_window", "tcpdump_lines",
-           "sizes_text", "size_counts", "mtu_room_note", "profile_rows", "drops_text", "static_html", "rate_row",
-           "report_rate", "model_rate", "round_text", "reproduction_text", "kernel_lab_text", "format_rate"]
+__all__ = ["ReportView", "excerpt", "data_window", "tcpdump_lines", "sizes_text", "size_counts", "mtu_room_note",
+           "profile_rows", "drops_text", "static_html", "rate_row", "report_rate", "model_rate", "round_text",
+           "format_rate", "packet_counts", "excerpt_panel"]

@@ -1,34 +1,31 @@
 """Dashboard of report 000 (rtl8139): QEMU's RTL8139C+ TSO cuts 1448-byte chunks behind PPPoE.
 
-Controls: ``mss`` (the guest's payload per segment: the peer's clamped MSS option
-minus 12 bytes of timestamps), ``mtu`` (the PPPoE hop's: the largest IP packet it
-carries; the guest NIC's MTU stays 1500), ``gro`` (the laptop's), ``csum_offload`` (the guest's TX checksum offload:
-without it Linux turns TSO off), ``tso``, ``gso`` and ``nic_fixed`` (QEMU 7.2's
-"rtl8139: honor large send MSS value"). The model is ``offloadkit.reports.rtl8139``.
+Every control is a knob of ``offloadkit.reports.rtl8139`` with the same name:
+``mss`` (the guest's TCP payload per segment; the preset sets the peer's clamp to
+match), ``path_mtu`` (the PPPoE hop's; the guest NIC's MTU stays 1500, so the MSS
+slider ends at 1448), ``gro`` (the laptop's), ``tx_csum`` (the guest's TX checksum
+offload: without it Linux turns TSO off), ``tso``, ``gso`` and ``nic`` (QEMU
+before 7.2, or 7.2's "rtl8139: honor large send MSS value").
 """
 from __future__ import annotations
 
+import functools
 import numpy as np
 
-from ..engine.segment import check_mss_fits
 from ..reports import get, load_facts
+from ..sim.one_packet import TSO_NEEDS_TX_CSUM, max_mss
+from ..sim.scenario import tso_requires_tx_csum
 from . import views
-from .dashboard import Dashboard, apply_overrides, toggle
-from .report_common import (ReportView, common_controls, drops_text, excerpt, model_rate, report_rate,
-                            sizes_text, static_html, tag_controls)
+from .controls import control
+from .dashboard import Dashboard
+from .report_common import (ReportView, drops_text, excerpt, excerpt_panel, model_rate, report_rate, sizes_text,
+                            static_html)
 from .report_views import rate_comparison
 
 REPORT = "rtl8139"
 KB = 1000.0
-TS_OPTION_BYTES = 12
 STEVENS_WINDOW_MS = 800     # the time-sequence graph shows the first 0.8 s of data (the pattern repeats)
-
-
-def settings(v: dict) -> dict:
-    """The preset's knobs for the dashboard's control values."""
-    return dict(nic="hw-tso" if v["nic_fixed"] else "rtl8139-legacy", tso=bool(v["tso"] and v["csum_offload"]),
-                gso=bool(v["gso"]), gro=bool(v["gro"]), mss_clamp=int(v["mss"]) + TS_OPTION_BYTES,
-                path_mtu=int(v["mtu"]))
+NIC_CHOICES = [("QEMU before 7.2 (cuts at MTU)", "rtl8139-legacy"), ("QEMU 7.2 fix (honours the MSS)", "hw-tso")]
 
 
 def reference_rates() -> list[dict]:
@@ -42,17 +39,17 @@ def reference_rates() -> list[dict]:
             model_rate("QEMU 7.2 fix, TSO on", kbps("fixed"), "KB/s")]
 
 
-def compute(v: dict) -> ReportView:
+def compute(v: dict, refs: list[dict]) -> ReportView:
+    """One recompute; ``refs``: the report's rows of the rate chart (constant, computed once per dashboard)."""
     m = get(REPORT)
-    check_mss_fits(int(v["mss"]), int(m.KNOBS["mtu"].default), timestamps=True)   # the guest NIC's MTU
-    run = m.run("broken", **settings(v))
+    run = m.run("broken", **v)
     notes = []
-    if v["tso"] and not v["csum_offload"]:
-        notes.append("TSO needs TX checksum offload: without it Linux turns TSO off "
-                     "('tcp-segmentation-offload: off [requested on]') and GSO segments in software.")
-    if not v["gso"] and v["tso"] and v["csum_offload"]:
+    tso = tso_requires_tx_csum(v["tso"], v["tx_csum"])
+    if v["tso"] and not v["tx_csum"]:
+        notes.append(TSO_NEEDS_TX_CSUM)
+    if not v["gso"] and tso:
         notes.append("GSO off changes nothing while TSO is on: the (emulated) NIC does the segmenting.")
-    if v["nic_fixed"] and not (v["tso"] and v["csum_offload"]):
+    if v["nic"] != "rtl8139-legacy" and not tso:
         notes.append("The emulated NIC only matters when it segments (TSO on).")
     res = run.result
     if v["gro"] and res.received_packets and res.gro_packets >= res.received_packets:
@@ -69,9 +66,9 @@ def compute(v: dict) -> ReportView:
         if rtx is not None:
             extra[p] = rtx
     lines, window = excerpt(ats, m.POINTS, n=6, start_seq=start, extra_rows=extra)
-    rates = [model_rate("your settings", run.goodput_bps / 8 / KB, "KB/s")] + reference_rates()
+    rates = [model_rate("your settings", run.goodput_bps / 8 / KB, "KB/s")] + refs
     return ReportView(REPORT, dict(v), run, lines, window, rates, notes,
-                      extra={"hop_payload": int(v["mtu"]) - 52, "ppp": first_ms(ats["ppp"], STEVENS_WINDOW_MS)})
+                      extra={"hop_payload": max_mss(v["path_mtu"]), "ppp": first_ms(ats["ppp"], STEVENS_WINDOW_MS)})
 
 
 def first_ms(t, ms: float):
@@ -98,32 +95,35 @@ def size_rules(r: ReportView) -> list[tuple[str, int]]:
 
 
 VIEWS = {
-    "trace": lambda r: views.trace_text(r.lines, max_lines=7),
     "sizes": lambda r: views.segment_sizes(r.window, list(r.window.points), rules=size_rules(r), width=480),
     "throughput": lambda r: rate_comparison(r.rates, "KB/s", title="throughput: model vs the report"),
-    "stevens": lambda r: views.time_sequence(r.extra["ppp"], None, max_points=1500, width=480, height=240),
+    "stevens": lambda r: views.time_sequence(r.extra["ppp"], None, max_points=600, width=480, height=240),
 }
+TEXTS = {"trace": lambda r: excerpt_panel(r, max_lines=7)}
 
 DESCRIPTION = ("<p style='margin:2px 0 6px 0;max-width:980px'>A QEMU guest downloads 2 MB to a laptop behind a "
                "PPPoE link (MTU 1492). Capture points: <i>guest</i> (before the emulated NIC), <i>macvtap</i> "
                "(after it), <i>ppp</i> (after the PPPoE hop), <i>laptop</i>. Drops are red, retransmissions "
-               "orange. Everything is recomputed by <code>offloadkit.reports.rtl8139</code>."
+               "purple. Everything is recomputed by <code>offloadkit.reports.rtl8139</code>."
                " The tcpdump lines leave out the TCP options.</p>")
 
 
 def build(**overrides) -> Dashboard:
-    """``dashboard("rtl8139", mss=1440, mtu=1492, gro=True, csum_offload=True, tso=True, gso=True,
-    nic_fixed=False)`` (``mtu``: the PPPoE hop's)."""
-    f = load_facts(REPORT)
-    controls = common_controls(int(f.value("guest_mss_bytes")), int(f.value("pppoe_mtu_bytes")),
-                               True, True, mss_range=(88, 1460), mtu_range=(576, 1500), gro_label="GRO (laptop)",
-                               csum_label="TX checksum offload (guest)")
-    controls["mtu"].description = "PPPoE MTU"
-    controls["tso"] = toggle("TSO", True)
-    controls["gso"] = toggle("GSO", True)
-    controls["nic_fixed"] = toggle("QEMU 7.2 fix (honour the MSS)", False)
-    tag_controls(controls)
-    apply_overrides(controls, overrides)
-    return Dashboard("Report 000: rtl8139 TSO behind PPPoE", controls, compute, VIEWS, readout=readout,
-                     notes=lambda r: " ".join(r.notes) or None, static_html=static_html,
+    """``dashboard("rtl8139", mss=1440, path_mtu=1492, gro=True, tx_csum=True, tso=True, gso=True,
+    nic="rtl8139-legacy")``: each a knob of ``reports.rtl8139``."""
+    m, f = get(REPORT), load_facts(REPORT)
+    nic_mtu = int(m.KNOBS["mtu"].default)                       # the guest NIC's: 1500
+    controls = {
+        "mss": control("mss", int(f.value("guest_mss_bytes")), 88, max_mss(nic_mtu), where="guest"),
+        "path_mtu": control("path_mtu", int(f.value("pppoe_mtu_bytes")), 576, nic_mtu),
+        "gro": control("gro", True, where="laptop"),
+        "tx_csum": control("tx_csum", True, where="guest"),
+        "tso": control("tso", True, where="guest"),
+        "gso": control("gso", True, where="guest"),
+        "nic": control("nic", "rtl8139-legacy", options=NIC_CHOICES, label="emulated NIC"),
+    }
+    return Dashboard("Report 000: rtl8139 TSO behind PPPoE", controls,
+                     functools.partial(compute, refs=reference_rates()),
+                     VIEWS, texts=TEXTS, readout=readout,
+                     notes=lambda r: " ".join(r.notes) or None, static_html=static_html, overrides=overrides,
                      description=DESCRIPTION, layout=[["trace"], ["sizes", "stevens"], ["throughput"]])

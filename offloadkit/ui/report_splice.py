@@ -1,30 +1,27 @@
 """Dashboard of report 003 (splice): a splice() proxy hits a CPU cliff above ~1000 sessions.
 
-Controls: ``mss``, ``mtu``, ``gro`` (kernel GRO), ``lro`` (myri10ge's driver
-LRO, which aggregates first when both are on), ``csum_offload`` (shown for the
-common layout; fixed on: myri10ge checks receive checksums and the splice model
-has no software-checksum path), ``sessions`` and ``shared_page`` (Jarek
-Poplawski's follow-up: linear data copied into a per-socket page, no page
-allocation per received skb). The model is ``offloadkit.reports.splice``.
+Every control is a knob of ``offloadkit.reports.splice`` with the same name:
+``mss``, ``mtu``, ``aggregation`` (myri10ge's driver LRO, kernel GRO or none),
+``sessions`` and ``allocs_per_rx_skb`` (1: linear_to_page allocates a page per
+received skb; 0: Jarek Poplawski's follow-up, linear data copied into a shared
+per-socket page). The splice model has no checksum path (myri10ge checks receive
+checksums in hardware), so there is no checksum control.
 """
 from __future__ import annotations
 
+import functools
 from ..reports import get, load_facts
+from ..sim.one_packet import max_mss
 from . import views
-from .dashboard import Dashboard, apply_overrides, int_slider, toggle
-from .report_common import (ReportView, common_controls, mtu_room_note, excerpt, model_rate, report_rate, size_counts,
-                            sizes_text, static_html, tag_controls)
+from .controls import control
+from .dashboard import Dashboard
+from .report_common import (ReportView, excerpt, excerpt_panel, model_rate, mtu_room_note, report_rate, size_counts,
+                            sizes_text, static_html)
 from .report_views import rate_comparison, size_counts_chart
 
 REPORT = "splice"
-CSUM_NOTE = ("myri10ge checks receive checksums in hardware and the splice model has no software-checksum "
-             "path, so this switch stays on here.")
-
-
-def knobs(v: dict) -> dict:
-    agg = "lro" if v["lro"] else ("gro" if v["gro"] else "off")
-    return dict(sessions=int(v["sessions"]), aggregation=agg, allocs_per_rx_skb=0 if v["shared_page"] else 1,
-                mtu=int(v["mtu"]), mss=int(v["mss"]))
+AGGREGATION = [("LRO (myri10ge driver)", "lro"), ("GRO (kernel)", "gro"), ("none", "off")]
+ALLOCS = [("1 (linear_to_page)", 1), ("0 (shared page, Jarek's follow-up)", 0)]
 
 
 def reference_rates() -> list[dict]:
@@ -45,18 +42,15 @@ def measured_profile(sessions: int) -> tuple[str, dict]:
     return which, {s: float(x.value) for s, x in f.group(f"samples.{which}.").items()}
 
 
-def compute(v: dict) -> ReportView:
+def compute(v: dict, refs: list[dict]) -> ReportView:
+    """One recompute; ``refs``: the report's rows of the rate chart (constant, computed once per dashboard)."""
     room = mtu_room_note(v["mss"], v["mtu"])
     m = get(REPORT)
-    run = m.run("broken", **knobs(v))
+    run = m.run("broken", **v)
     ats = {p: run.at(p) for p in m.POINTS}
     lines, window = excerpt(ats, m.POINTS, n=8, relative_seq=False)
     notes = [room] if room else []
-    if v["lro"] and v["gro"]:
-        notes.append("LRO and GRO both on: the driver's LRO aggregates first, GRO finds nothing left to merge.")
-    if not v["csum_offload"]:
-        notes.append(CSUM_NOTE)
-    rates = [model_rate("your settings", run.info["wire_rate_bps"] / 1e9, "Gb/s")] + reference_rates()
+    rates = [model_rate("your settings", run.info["wire_rate_bps"] / 1e9, "Gb/s")] + refs
     which, measured = measured_profile(int(v["sessions"]))
     cmp = run.result.compare_profile(measured).sort_values("measured_share", ascending=False).head(12)
     profile = ([{"symbol": s, "share": float(x), "case": "model (your settings)"}
@@ -74,12 +68,12 @@ def readout(r: ReportView) -> str:
 
 
 VIEWS = {
-    "trace": lambda r: views.trace_text(r.lines, max_lines=8),
     "sizes": lambda r: size_counts_chart(r.run.trace, r.run.points, top=6, width=520,
                                          title="packet sizes over the whole train"),
     "throughput": lambda r: rate_comparison(r.rates, "Gb/s (wire)", title="throughput: model vs the report"),
     "cpu": lambda r: views.cpu_profile(r.extra["profile"], top=12),
 }
+TEXTS = {"trace": lambda r: excerpt_panel(r, max_lines=8)}
 
 DESCRIPTION = ("<p style='margin:2px 0 6px 0;max-width:980px'>haproxy splices every session socket → pipe → "
                "socket on one 10 GbE host (myri10ge). Capture points: <i>nic</i> (frames of all sessions, "
@@ -89,18 +83,20 @@ DESCRIPTION = ("<p style='margin:2px 0 6px 0;max-width:980px'>haproxy splices ev
 
 
 def build(**overrides) -> Dashboard:
-    """``dashboard("splice", mss=1448, mtu=1500, gro=False, lro=True, sessions=1000, shared_page=False)``."""
+    """``dashboard("splice", mss=1448, mtu=1500, aggregation="lro", sessions=1000, allocs_per_rx_skb=1)``:
+    each a knob of ``reports.splice``."""
     m, f = get(REPORT), load_facts(REPORT)
     mtu = int(f.value("mtu_bytes"))
-    controls = common_controls(mtu - 52, mtu, False, True, mss_range=(64, 8948), gro_label="GRO",
-                               csum_label="RX checksum offload")
-    controls["csum_offload"].disabled = True
-    controls["csum_offload"].tooltip = CSUM_NOTE
-    controls["lro"] = toggle("LRO (myri10ge)", True)
-    controls["sessions"] = int_slider("sessions", m.ABOVE_SESSIONS, 1, 3000, 10)
-    controls["shared_page"] = toggle("shared page (Jarek's follow-up)", False)
-    tag_controls(controls)
-    apply_overrides(controls, overrides)
-    return Dashboard("Report 003: splice proxy and the session cliff", controls, compute, VIEWS, readout=readout,
-                     notes=lambda r: " ".join(r.notes) or None, static_html=static_html,
+    controls = {
+        "mss": control("mss", max_mss(mtu), 88, max_mss(mtu)),
+        "mtu": control("mtu", mtu, 576, 9000),
+        "aggregation": control("aggregation", "lro", options=AGGREGATION),
+        "sessions": control("sessions", m.ABOVE_SESSIONS, 1, 3000, step=10),
+        "allocs_per_rx_skb": control("allocs_per_rx_skb", 1, options=ALLOCS),
+    }
+    return Dashboard("Report 003: splice proxy and the session cliff", controls,
+                     functools.partial(compute, refs=reference_rates()),
+                     VIEWS, texts=TEXTS,
+                     readout=readout, notes=lambda r: " ".join(r.notes) or None, static_html=static_html,
+                     overrides=overrides, mss_max=lambda v: max_mss(v["mtu"]),
                      description=DESCRIPTION, layout=[["trace"], ["sizes", "cpu"], ["throughput"]])

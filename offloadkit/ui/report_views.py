@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import codes
 from ..trace import Trace
-from .views import SIZE_TITLES, VegaLite, _color, _f, _tips, message_chart
+from .views import SIZE_TITLES, VegaLite, channel, fate_color, message_chart, tooltips
 
 
 def rate_comparison(rows: Sequence[Mapping], unit: str, *, log: bool = False, width: int = 420,
@@ -39,18 +39,18 @@ def rate_comparison(rows: Sequence[Mapping], unit: str, *, log: bool = False, wi
         lo_dom, scale = 0.0, {"zero": True}
     for r in data:
         r["base"] = float(lo_dom)
-    x = _f("value", "quantitative", title=unit, scale=scale, **({"axis": {"format": "~g"}} if log else {}))
-    pos = {"y": _f("case", "nominal", sort=cases, title=None, axis={"labelLimit": 260}),
-           "yOffset": _f("source", "nominal", sort=["model", "report"])}
-    color = _color("source", ["model", "report"])
+    x = channel("value", "quantitative", title=unit, scale=scale, **({"axis": {"format": "~g"}} if log else {}))
+    pos = {"y": channel("case", "nominal", sort=cases, title=None, axis={"labelLimit": 260}),
+           "yOffset": channel("source", "nominal", sort=["model", "report"])}
+    color = fate_color("source", ["model", "report"])
     layers = [
         {"mark": {"type": "bar"}, "encoding": {**pos, "x": x, "x2": {"field": "base"}, "color": color,
-                                               "tooltip": _tips("case:N", "source:N", "label:N")}},
+                                               "tooltip": tooltips("case:N", "source:N", "label:N")}},
         {"transform": [{"filter": "datum.lo != datum.hi"}],
          "mark": {"type": "bar", "height": 3, "color": "#333"},
-         "encoding": {**pos, "x": _f("lo", "quantitative", scale=scale), "x2": {"field": "hi"}}},
+         "encoding": {**pos, "x": channel("lo", "quantitative", scale=scale), "x2": {"field": "hi"}}},
         {"mark": {"type": "text", "align": "left", "dx": 4, "fontSize": 10},
-         "encoding": {**pos, "x": _f("hi", "quantitative", scale=scale), "text": _f("label", "nominal")}},
+         "encoding": {**pos, "x": channel("hi", "quantitative", scale=scale), "text": channel("label", "nominal")}},
     ]
     spec = {"data": {"name": "rates"}, "layer": layers, "width": width,
             "height": max(len(cases), 1) * 40, "datasets": {"rates": data}}
@@ -68,11 +68,12 @@ def size_counts_chart(trace: Trace, points: Sequence[str], *, measure: str = "pa
     if measure not in SIZE_TITLES:
         raise ValueError(f"measure must be one of {sorted(SIZE_TITLES)}, not {measure!r}")
     rows = []
+    data = (trace.direction == 0) & (trace.payload_len > 0)       # column masks: no Trace copies
+    column = {"payload": "payload_len", "ip_len": "ip_len", "wire": "wire_len"}[measure]
     for p in points:
-        t = trace.at(p)
-        t = t[(t.direction == 0) & (t.payload_len > 0)]
-        values = {"payload": t.payload_len, "ip_len": t.ip_len, "wire": t.wire_len}[measure]
-        fate = np.where(t.drop != codes.DROP_NONE, 1, 0)
+        sel = data & (trace.point == trace.points.index(p))
+        values = getattr(trace, column)[sel]
+        fate = np.where(trace.drop[sel] != codes.DROP_NONE, 1, 0)
         key = values.astype(np.int64) * 2 + fate
         k, c = np.unique(key, return_counts=True)
         order = np.argsort(-c, kind="stable")[:top]
@@ -83,16 +84,15 @@ def size_counts_chart(trace: Trace, points: Sequence[str], *, measure: str = "pa
         return message_chart("no data packets", width=width)
     spec = {"data": {"name": "sizes"},
             "layer": [{"mark": {"type": "bar"},
-                       "encoding": {"x": _f("size", "ordinal", title=SIZE_TITLES[measure], axis={"labelAngle": 0}),
-                                    "y": _f("count", "quantitative", title="packets", scale={"type": "symlog"}),
-                                    "color": _color("fate", ["delivered", "dropped"]),
-                                    "tooltip": _tips("point:N", "size:O", "fate:N", "count:Q")}},
+                       "encoding": {"x": channel("size", "ordinal", title=SIZE_TITLES[measure], axis={"labelAngle": 0}),
+                                    "y": channel("count", "quantitative", title="packets (linear axis)"),
+                                    "color": fate_color("fate", ["delivered", "dropped"]),
+                                    "tooltip": tooltips("point:N", "size:O", "fate:N", "count:Q")}},
                       {"mark": {"type": "text", "dy": -5, "fontSize": 9},
-                       "encoding": {"x": _f("size", "ordinal"), "y": _f("count", "quantitative",
-                                                                       scale={"type": "symlog"}),
-                                    "text": _f("count", "quantitative")}}],
+                       "encoding": {"x": channel("size", "ordinal"), "y": channel("count", "quantitative"),
+                                    "text": channel("count", "quantitative")}}],
             "datasets": {"sizes": rows}}
-    facet = {"facet": {"column": _f("point", "nominal", sort=list(points), title=None,
+    facet = {"facet": {"column": channel("point", "nominal", sort=list(points), title=None,
                                     header={"labelFontSize": 12})},
              "spec": {**spec, "width": max(width // max(len(points), 1) - 20, 90), "height": height},
              "data": spec["data"], "datasets": spec["datasets"], "resolve": {"scale": {"x": "independent"}}}

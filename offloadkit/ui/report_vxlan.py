@@ -1,63 +1,27 @@
 """Dashboard of report 002 (vxlan): no tunnel GRO with mlx4 on 4.4, so the VM's vhost thread saturates.
 
-Controls: ``mss`` (the guest's payload per segment), ``mtu`` (the guest MTU:
-VXLAN takes 50 of the host's 1500), ``gro`` (the physical NIC's), ``csum_offload``
-(the NIC checks receive checksums at all), ``inner_csum`` (it vouches for the
-*inner* TCP checksum too: bnx2x, or mlx4 with the VXLAN port offloaded),
-``outer_udp_csum`` (the sender fills the outer UDP checksum: OVS ``csum=true``)
-and ``sessions``. The model: ``offloadkit.reports.vxlan``'s fitted host and
-arrivals, through ``engine.host_paths.vm_receive`` (the same calls as its ``run()``,
-plus the NIC without receive checksum offload, which the preset does not list).
+Every control is a knob of ``offloadkit.reports.vxlan`` with the same name: ``mss``
+(the guest's payload per segment), ``mtu`` (the guest MTU: VXLAN takes 50 of the
+host's 1500), ``gro`` (the physical NIC's), ``rx_csum`` (the checksum state the
+host NIC gives VXLAN packets: none, the outer UDP only as mlx4 without an
+offloaded VXLAN port, or the inner TCP too as bnx2x), ``outer_udp_csum`` (the
+sender fills the outer UDP checksum: OVS ``csum=true``) and ``sessions``.
 """
 from __future__ import annotations
 
-from ..sim import host_paths
-from ..engine.segment import check_mss_fits
+import functools
 from ..reports import get, load_facts
-from ..reports.presets import settings_for
-from ..trace import Trace
+from ..sim.one_packet import max_mss
 from . import views
-from .dashboard import Dashboard, apply_overrides, int_slider, toggle
-from .report_common import (ReportView, common_controls, mtu_room_note, excerpt, model_rate, profile_rows, report_rate,
-                            sizes_text, size_counts, static_html, tag_controls)
+from .controls import control
+from .dashboard import Dashboard
+from .report_common import (ReportView, excerpt, excerpt_panel, model_rate, mtu_room_note, profile_rows,
+                            report_rate, size_counts, sizes_text, static_html)
 from .report_views import rate_comparison, size_counts_chart
 
 REPORT = "vxlan"
-
-
-def rx_csum(v: dict) -> str:
-    """The NIC's receive-checksum mode (``engine.checksum.RX_CSUM_MODES``) for the controls."""
-    if not v["csum_offload"]:
-        return "none"
-    return "unnecessary" if v["inner_csum"] else "unnecessary-outer-only"
-
-
-class VxlanRun:
-    """What ``reports.vxlan.run()`` returns, for any receive-checksum mode."""
-
-    def __init__(self, settings: dict, result, trace: Trace):
-        self.settings, self.result, self.trace = settings, result, trace
-        self.goodput_bps = result.rate_bps
-        self.points = tuple(trace.points)
-
-    def at(self, point: str) -> Trace:
-        return self.trace.at(point)
-
-
-def receive(v: dict) -> VxlanRun:
-    m = get(REPORT)
-    check_mss_fits(int(v["mss"]), int(v["mtu"]), timestamps=True)
-    s = settings_for(m.KNOBS, m.VARIANTS, "broken", dict(gro=bool(v["gro"]), outer_udp_csum=bool(v["outer_udp_csum"]),
-                                                          mtu=int(v["mtu"]), mss=int(v["mss"]),
-                                                          sessions=int(v["sessions"])))
-    host = m.fitted_host(s["fitted"])
-    arrivals = m._trace_for(s, host)
-    mode = rx_csum(v)
-    res = host_paths.vm_receive(arrivals, host, gro=s["gro"], rx_csum=mode, tunnel_rule=s["tunnel_rule"])
-    skbs, _ = host_paths.run_gro(arrivals, enabled=s["gro"], rx_csum=mode, tunnel_rule=s["tunnel_rule"])
-    tap = host_paths.decap_vxlan(skbs)
-    t = Trace.concat([arrivals.with_point("nic"), tap.with_point("tap")])
-    return VxlanRun(s, res, Trace(t.columns, m.POINTS, t.meta))
+RX_CSUM = [("outer UDP only (mlx4)", "unnecessary-outer-only"), ("inner TCP too (bnx2x)", "unnecessary"),
+           ("none (CHECKSUM_NONE)", "none")]
 
 
 def reference_rates() -> list[dict]:
@@ -72,22 +36,25 @@ def reference_rates() -> list[dict]:
             model_rate("OVS csum=true (outer UDP checksum)", gbps("workaround"), "Gb/s")]
 
 
-def compute(v: dict) -> ReportView:
+def reference_profile() -> list[dict]:
+    """The CPU profile of the NIC that vouches for the inner checksum, beside the student's."""
+    return profile_rows(get(REPORT).run("bnx2x").result, "bnx2x (inner checksum)")
+
+
+def compute(v: dict, refs: list[dict], ref_profile: list[dict]) -> ReportView:
+    """One recompute; ``refs``: the report's rows of the rate chart (constant, computed once per dashboard)."""
     room = mtu_room_note(v["mss"], v["mtu"])
-    run = receive(v)
+    run = get(REPORT).run("broken", **v)
     ats = {p: run.at(p) for p in run.points}
     lines, window = excerpt(ats, run.points, n=5, relative_seq=False)
     notes = [room] if room else []
-    if not v["csum_offload"]:
+    if v["rx_csum"] == "none":
         notes.append("RX checksum offload off: every packet arrives CHECKSUM_NONE, and tunnel GRO aggregates only "
                      "if it can validate the checksum itself (a non-zero outer UDP checksum).")
-    if not v["csum_offload"] and v["inner_csum"]:
-        notes.append("Without receive checksum offload the NIC vouches for nothing: 'inner checksum' has no effect.")
     if not v["gro"]:
         notes.append("GRO off: every 1-MSS inner segment crosses vxlan, OVS, tun and vhost alone, whatever the NIC.")
-    rates = [model_rate("your settings", run.goodput_bps / 1e9, "Gb/s")] + reference_rates()
-    ref = get(REPORT).run("bnx2x").result
-    profile = profile_rows(run.result, "your settings") + profile_rows(ref, "bnx2x (inner checksum)")
+    rates = [model_rate("your settings", run.goodput_bps / 1e9, "Gb/s")] + refs
+    profile = profile_rows(run.result, "your settings") + ref_profile
     return ReportView(REPORT, dict(v), run, lines, window, rates, notes,
                       extra={"ats": ats, "profile": profile})
 
@@ -102,33 +69,36 @@ def readout(r: ReportView) -> str:
 
 
 VIEWS = {
-    "trace": lambda r: views.trace_text(r.lines, max_lines=10),
     "sizes": lambda r: size_counts_chart(r.run.trace, r.run.points, top=6, width=520,
                                          title="packet sizes over the whole train"),
     "throughput": lambda r: rate_comparison(r.rates, "Gb/s", title="receive throughput: model vs the report"),
     "cpu": lambda r: views.cpu_profile(r.extra["profile"], top=10),
 }
+TEXTS = {"trace": lambda r: excerpt_panel(r, max_lines=10)}
 
 DESCRIPTION = ("<p style='margin:2px 0 6px 0;max-width:980px'>VXLAN frames from another host arrive at the "
                "physical NIC (<i>nic</i>); GRO, vxlan, OVS and tun take them to the VM's tap (<i>tap</i>), and "
                "the vhost thread copies them into the guest. Recomputed by <code>offloadkit</code> "
-               "(<code>reports.vxlan</code>, <code>engine.host_paths.vm_receive</code>)."
+               "(<code>reports.vxlan</code>, <code>sim.host_paths.vm_receive</code>)."
                " The tcpdump lines leave out the TCP options.</p>")
 
 
 def build(**overrides) -> Dashboard:
-    """``dashboard("vxlan", mss=1398, mtu=1450, gro=True, csum_offload=True, inner_csum=False,
-    outer_udp_csum=False, sessions=1)``."""
+    """``dashboard("vxlan", mss=1398, mtu=1450, gro=True, rx_csum="unnecessary-outer-only",
+    outer_udp_csum=False, sessions=1)``: each a knob of ``reports.vxlan``."""
     f = load_facts(REPORT)
     mtu = int(f.value("guest_mtu_bytes"))
-    controls = common_controls(int(f.value("tap_mss_bytes")), mtu, True, True, mss_range=(64, 8898),
-                               mtu_range=(576, 8950), gro_label="GRO (host NIC)",
-                               csum_label="RX checksum offload (host NIC)")
-    controls["inner_csum"] = toggle("NIC vouches for the inner checksum", False)
-    controls["outer_udp_csum"] = toggle("outer UDP checksum (OVS csum=true)", False)
-    controls["sessions"] = int_slider("sessions", 1, 1, 64)
-    tag_controls(controls)
-    apply_overrides(controls, overrides)
-    return Dashboard("Report 002: VXLAN receive into a VM", controls, compute, VIEWS, readout=readout,
-                     notes=lambda r: " ".join(r.notes) or None, static_html=static_html,
+    controls = {
+        "mss": control("mss", int(f.value("tap_mss_bytes")), 88, max_mss(mtu), where="guest"),
+        "mtu": control("mtu", mtu, 576, 8950, where="guest"),
+        "gro": control("gro", True, where="host NIC"),
+        "rx_csum": control("rx_csum", "unnecessary-outer-only", options=RX_CSUM, where="host NIC"),
+        "outer_udp_csum": control("outer_udp_csum", False),
+        "sessions": control("sessions", 1, 1, 64),
+    }
+    return Dashboard("Report 002: VXLAN receive into a VM", controls,
+                     functools.partial(compute, refs=reference_rates(), ref_profile=reference_profile()),
+                     VIEWS, texts=TEXTS, readout=readout,
+                     notes=lambda r: " ".join(r.notes) or None, static_html=static_html, overrides=overrides,
+                     mss_max=lambda v: max_mss(v["mtu"]),
                      description=DESCRIPTION, layout=[["trace"], ["sizes", "cpu"], ["throughput"]])

@@ -18,11 +18,19 @@ import altair as alt
 import numpy as np
 
 from ..codes import DROP_NAMES, PASS_NAMES
+from ..reports.table import format_rate
 from ..trace import Trace
 
 MONO = "DejaVu Sans Mono, Menlo, Consolas, monospace"
-FATE_COLORS = {"delivered": "#4c78a8", "dropped": "#e45756", "retransmission": "#f58518",
-               "model": "#4c78a8", "report": "#9d9d9d"}
+# One colour-blind-safe palette (Okabe & Ito), one meaning per colour, in every notebook.
+PALETTE = {"delivered": "#0072B2",        # blue: a packet that got through
+           "dropped": "#D55E00",          # vermillion: a packet dropped at that point
+           "retransmission": "#CC79A7",   # reddish purple: a retransmitted segment
+           "model": "#009E73",            # bluish green: a number the model computed
+           "report": "#999999",           # grey: a number the report measured
+           "checksum": "#E69F00",         # orange: software checksum work
+           "other": "#56B4E9"}            # sky blue: a comparison case (another NIC, another cell)
+FATE_COLORS = PALETTE
 
 
 class VegaLite(alt.Chart):
@@ -42,18 +50,18 @@ class VegaLite(alt.Chart):
     __hash__ = None
 
 
-def _f(field: str, kind: str, **extra) -> dict:
-    """A field channel: _f("point", "nominal", title=None)."""
+def channel(field: str, kind: str, **extra) -> dict:
+    """A field channel: channel("point", "nominal", title=None)."""
     return {"field": field, "type": kind, **extra}
 
 
-def _tips(*fields: str) -> list[dict]:
+def tooltips(*fields: str) -> list[dict]:
     kinds = {"N": "nominal", "O": "ordinal", "Q": "quantitative"}
-    return [_f(f.split(":")[0], kinds[f.split(":")[1]]) for f in fields]
+    return [channel(f.split(":")[0], kinds[f.split(":")[1]]) for f in fields]
 
 
-def _color(field: str, domain: Sequence[str]) -> dict:
-    return _f(field, "nominal", scale={"domain": list(domain), "range": [FATE_COLORS[d] for d in domain]},
+def fate_color(field: str, domain: Sequence[str]) -> dict:
+    return channel(field, "nominal", scale={"domain": list(domain), "range": [FATE_COLORS[d] for d in domain]},
               legend={"title": None, "orient": "top"})
 
 
@@ -61,7 +69,7 @@ def message_chart(message: str, *, width: int = 300, color: str = "#888", title:
     """One line of text where a chart would be (nothing to show, or not computed yet)."""
     spec = {"data": {"values": [{"m": message}]},
             "mark": {"type": "text", "align": "left", "fontSize": 12, "color": color},
-            "encoding": {"x": {"value": 0}, "text": _f("m", "nominal")}, "width": width, "height": 30}
+            "encoding": {"x": {"value": 0}, "text": channel("m", "nominal")}, "width": width, "height": 30}
     if title:
         spec["title"] = {"text": title, "anchor": "start"}
     return VegaLite(spec)
@@ -69,17 +77,6 @@ def message_chart(message: str, *, width: int = 300, color: str = "#888", title:
 
 def _fmt_bytes(n: float) -> str:
     return f"{int(n):,}".replace(",", " ")
-
-
-def format_rate(bps: float) -> str:
-    """A rate as a student reads it: 723 KB/s, 2.0 Mb/s, 6.65 Gb/s."""
-    if bps >= 1e9:
-        return f"{bps / 1e9:.3g} Gb/s"
-    if bps >= 1e6:
-        return f"{bps / 1e6:.3g} Mb/s"
-    if bps >= 1e3:
-        return f"{bps / 1e3:.3g} kb/s"
-    return f"{bps:.3g} b/s"
 
 
 # -- tcpdump text ------------------------------------------------------------
@@ -116,7 +113,7 @@ def trace_text(lines_by_point: Mapping[str, Sequence[str]], *, max_lines: int = 
             "title": {"text": f"{point} ({len(lines)} packet{'s' if len(lines) != 1 else ''})",
                       "anchor": "start", "fontSize": 12},
             "mark": {"type": "text", "align": "left", "baseline": "middle", "font": MONO, "fontSize": font_size},
-            "encoding": {"x": {"value": 0}, "y": _f("row", "ordinal", axis=None), "text": _f("line", "nominal")},
+            "encoding": {"x": {"value": 0}, "y": channel("row", "ordinal", axis=None), "text": channel("line", "nominal")},
             "width": width, "height": len(shown) * (font_size + 5)})
     spec = {"concat": panels, "columns": columns, "config": {"view": {"stroke": None}}, "datasets": datasets}
     if head:
@@ -125,17 +122,52 @@ def trace_text(lines_by_point: Mapping[str, Sequence[str]], *, max_lines: int = 
     return VegaLite(spec)
 
 
+def excerpt_html(lines_by_point: Mapping[str, Sequence[str]], counts: Mapping[str, int] | None = None, *,
+                 max_lines: int = 10, strip_common: bool = True) -> str:
+    """tcpdump lines per capture point as HTML text panels that wrap inside their box.
+
+    ``counts``: packets per point for the headings (an encapsulated packet prints two
+    lines); by default the number of lines. A head shared by every line (one flow's
+    "IP a.b > c.d: ") is printed once above the panels.
+    """
+    import html
+    if not lines_by_point:
+        return "<i>(no capture points)</i>"
+    head = common_head(line for lines in lines_by_point.values() for line in lines[:max_lines]) \
+        if strip_common else ""
+    cut = len(head)
+    panels = []
+    for point, lines in lines_by_point.items():
+        n = counts[point] if counts is not None and point in counts else len(lines)
+        shown = [line[cut:] for line in lines[:max_lines]]
+        if len(lines) > max_lines:
+            shown.append(f"... {len(lines) - max_lines} more lines")
+        body = html.escape("\n".join(shown) or "(no packets)")
+        panels.append(f"<div style='flex:1 1 420px;min-width:0;max-width:100%'>"
+                      f"<div style='font-weight:bold;font-size:12px'>{html.escape(point)} "
+                      f"({n} packet{'s' if n != 1 else ''})</div>"
+                      f"<pre style='{_PRE}'>{body}</pre></div>")
+    top = (f"<div style='font-family:{MONO};font-size:11px;color:#555'>every line starts with: "
+           f"{html.escape(head.rstrip())}</div>") if head else ""
+    return (f"<div class='offloadkit-excerpt' style='max-width:100%'>{top}"
+            f"<div style='display:flex;flex-wrap:wrap;gap:4px 12px'>{''.join(panels)}</div></div>")
+
+
+_PRE = (f"font-family:{MONO};font-size:11px;line-height:1.35;margin:2px 0;white-space:pre-wrap;"
+        "overflow-wrap:anywhere;max-width:100%;overflow-x:auto")
+
+
 # -- segment sizes -----------------------------------------------------------
 def packet_rows(trace: Trace, points: Iterable[str] | None = None) -> list[dict]:
-    """One row per packet: point, index at that point, sizes and fate."""
+    """One row per packet: point, index at that point, sizes and fate (column masks, no Trace copies)."""
     rows = []
+    wire_all = trace.wire_len
     for point in points or trace.points:
-        at = trace.at(point)
-        drop, plen, ip_len, wire = at.drop, at.payload_len, at.ip_len, at.wire_len
-        for i in range(len(at)):
-            d = int(drop[i])
-            rows.append({"point": point, "i": i, "payload": int(plen[i]), "ip_len": int(ip_len[i]),
-                         "wire": int(wire[i]), "fate": "dropped" if d else "delivered",
+        sel = np.nonzero(trace.point == trace.points.index(point))[0] if point in trace.points else []
+        for i, k in enumerate(sel):
+            d = int(trace.drop[k])
+            rows.append({"point": point, "i": i, "payload": int(trace.payload_len[k]), "ip_len": int(trace.ip_len[k]),
+                         "wire": int(wire_all[k]), "fate": "dropped" if d else "delivered",
                          "why": DROP_NAMES.get(d, str(d))})
     return rows
 
@@ -158,28 +190,30 @@ def segment_sizes(trace: Trace, points: Sequence[str] | None = None, *, measure:
     per_point = max((sum(r["point"] == p for r in rows) for p in points), default=0)
     if per_point > max_bars:
         return size_histogram(rows, points, measure=measure, width=width, height=height)
-    pos = {"x": _f("point", "nominal", sort=points, title=None, axis={"labelAngle": 0, "labelFontSize": 12}),
-           "xOffset": _f("i", "ordinal"), "y": _f(measure, "quantitative", title=SIZE_TITLES[measure])}
-    bars = {"mark": {"type": "bar"}, "encoding": {**pos, "color": _color("fate", ["delivered", "dropped"]),
-                                                  "tooltip": _tips("point:N", "i:O", "payload:Q", "ip_len:Q",
+    pos = {"x": channel("point", "nominal", sort=points, title=None, axis={"labelAngle": 0, "labelFontSize": 12}),
+           "xOffset": channel("i", "ordinal"), "y": channel(measure, "quantitative", title=SIZE_TITLES[measure])}
+    bars = {"mark": {"type": "bar"}, "encoding": {**pos, "color": fate_color("fate", ["delivered", "dropped"]),
+                                                  "tooltip": tooltips("point:N", "i:O", "payload:Q", "ip_len:Q",
                                                                    "wire:Q", "why:N")}}
     labels = {"mark": {"type": "text", "dy": -6, "fontSize": 10},
-              "encoding": {**pos, "text": _f(measure, "quantitative")}}
-    layers = [{"data": {"name": "packets"}, "layer": [bars, labels]}]
+              "encoding": {**pos, "text": channel(measure, "quantitative")}}
+    # a size label per bar only where a bar is wide enough for it (4-5 digits at 10 px: ~30 px)
+    fits = width / max(per_point * len(points), 1) >= 30
+    layers = [{"data": {"name": "packets"}, "layer": [bars, labels] if fits else [bars]}]
     datasets = {"packets": rows}
     if rules:  # lines across the plot, labels to its right: the higher value's above its line, the next below
         ordered = sorted(rules, key=lambda r: -r[1])
         datasets["rules"] = [{"v": value, "label": label} for label, value in ordered]
         layers.append({"data": {"name": "rules"}, "mark": {"type": "rule", "strokeDash": [4, 3], "color": "#555"},
-                       "encoding": {"y": _f("v", "quantitative")}})
+                       "encoding": {"y": channel("v", "quantitative")}})
         for k, (label, value) in enumerate(ordered):
             datasets[f"rule{k}"] = [{"v": value, "label": label}]
             above = k % 2 == 0
             layers.append({"data": {"name": f"rule{k}"},
                            "mark": {"type": "text", "align": "left", "dx": 4, "dy": -2 if above else 2,
                                     "color": "#555", "fontSize": 10, "baseline": "bottom" if above else "top"},
-                           "encoding": {"y": _f("v", "quantitative"), "x": {"value": width},
-                                        "text": _f("label", "nominal")}})
+                           "encoding": {"y": channel("v", "quantitative"), "x": {"value": width},
+                                        "text": channel("label", "nominal")}})
     return VegaLite({"layer": layers, "width": width, "height": height, "datasets": datasets})
 
 
@@ -193,11 +227,11 @@ def size_histogram(rows: list[dict], points: Sequence[str], *, measure: str = "p
     agg = [{"point": p, "size": s, "fate": f, "count": c} for (p, s, f), c in counts.items()]
     return VegaLite({
         "data": {"name": "sizes"}, "mark": {"type": "bar"},
-        "encoding": {"x": _f("size", "ordinal", title=SIZE_TITLES[measure]),
-                     "y": _f("count", "quantitative", title="packets"),
-                     "color": _color("fate", ["delivered", "dropped"]),
-                     "column": _f("point", "nominal", sort=list(points), title=None),
-                     "tooltip": _tips("point:N", "size:O", "fate:N", "count:Q")},
+        "encoding": {"x": channel("size", "ordinal", title=SIZE_TITLES[measure]),
+                     "y": channel("count", "quantitative", title="packets"),
+                     "color": fate_color("fate", ["delivered", "dropped"]),
+                     "column": channel("point", "nominal", sort=list(points), title=None),
+                     "tooltip": tooltips("point:N", "size:O", "fate:N", "count:Q")},
         "width": max(width // max(len(points), 1) - 20, 80), "height": height, "datasets": {"sizes": agg}})
 
 
@@ -211,15 +245,15 @@ def throughput_vs_report(rows: Sequence[Mapping], *, width: int = 420) -> VegaLi
     data = [{"case": r["case"], "source": r["source"], "bps": float(r["bps"]),
              "label": format_rate(float(r["bps"]))} for r in rows]
     cases = list(dict.fromkeys(r["case"] for r in data))
-    pos = {"y": _f("case", "nominal", sort=cases, title=None),
-           "yOffset": _f("source", "nominal", sort=["model", "report"]),
-           "x": _f("bps", "quantitative", title="throughput (bit/s)", axis={"format": "~s"})}
+    pos = {"y": channel("case", "nominal", sort=cases, title=None),
+           "yOffset": channel("source", "nominal", sort=["model", "report"]),
+           "x": channel("bps", "quantitative", title="throughput (bit/s)", axis={"format": "~s"})}
     return VegaLite({
         "data": {"name": "rates"},
-        "layer": [{"mark": {"type": "bar"}, "encoding": {**pos, "color": _color("source", ["model", "report"]),
-                                                         "tooltip": _tips("case:N", "source:N", "label:N")}},
+        "layer": [{"mark": {"type": "bar"}, "encoding": {**pos, "color": fate_color("source", ["model", "report"]),
+                                                         "tooltip": tooltips("case:N", "source:N", "label:N")}},
                   {"mark": {"type": "text", "align": "left", "dx": 3, "fontSize": 10},
-                   "encoding": {**pos, "text": _f("label", "nominal")}}],
+                   "encoding": {**pos, "text": channel("label", "nominal")}}],
         "width": width, "height": max(len(cases), 1) * 44, "datasets": {"rates": data}})
 
 
@@ -253,12 +287,12 @@ def time_sequence(trace: Trace, point: str | None = None, *, max_points: int = 3
             for i in idx]
     return VegaLite({
         "data": {"name": "segments"}, "mark": {"type": "rule", "strokeWidth": 2},
-        "encoding": {"x": _f("t_ms", "quantitative", title=f"time (ms) at {point or 'capture'}"),
-                     "y": _f("seq", "quantitative", title="relative sequence number (bytes)",
+        "encoding": {"x": channel("t_ms", "quantitative", title=f"time (ms) at {point or 'capture'}"),
+                     "y": channel("seq", "quantitative", title="relative sequence number (bytes)",
                              axis={"format": "~s"}),
                      "y2": {"field": "end"},
-                     "color": _color("fate", ["delivered", "retransmission", "dropped"]),
-                     "tooltip": _tips("t_ms:Q", "seq:Q", "end:Q", "fate:N")},
+                     "color": fate_color("fate", ["delivered", "retransmission", "dropped"]),
+                     "tooltip": tooltips("t_ms:Q", "seq:Q", "end:Q", "fate:N")},
         "width": width, "height": height, "datasets": {"segments": rows}})
 
 
@@ -270,16 +304,20 @@ def cpu_profile(rows: Sequence[Mapping], *, top: int = 12, width: int = 380) -> 
                    for r in rows), key=lambda r: -r["share"])
     symbols = list(dict.fromkeys(r["symbol"] for r in data))[:top]
     data = [r for r in data if r["symbol"] in symbols]
-    pos = {"y": _f("symbol", "nominal", sort=symbols, title=None, axis={"labelFont": MONO, "labelLimit": 260}),
-           "x": _f("share", "quantitative", title="share of cycles", axis={"format": "%"})}
+    pos = {"y": channel("symbol", "nominal", sort=symbols, title=None, axis={"labelFont": MONO, "labelLimit": 260}),
+           "x": channel("share", "quantitative", title="share of cycles", axis={"format": "%"})}
     if any(r["case"] for r in data):
-        pos["yOffset"] = _f("case", "nominal")
-        pos["color"] = _f("case", "nominal", legend={"title": None, "orient": "top"})
+        pos["yOffset"] = channel("case", "nominal")
+        cases = list(dict.fromkeys(r["case"] for r in data))
+        rng = [PALETTE["model"] if k == 0 else PALETTE["report"] if c.startswith("report") else PALETTE["other"]
+               for k, c in enumerate(cases)]
+        pos["color"] = channel("case", "nominal", scale={"domain": cases, "range": rng},
+                               legend={"title": None, "orient": "top", "labelLimit": 400})
     return VegaLite({
         "data": {"name": "profile"},
-        "layer": [{"mark": {"type": "bar"}, "encoding": {**pos, "tooltip": _tips("symbol:N", "case:N", "label:N")}},
+        "layer": [{"mark": {"type": "bar"}, "encoding": {**pos, "tooltip": tooltips("symbol:N", "case:N", "label:N")}},
                   {"mark": {"type": "text", "align": "left", "dx": 3, "fontSize": 10},
-                   "encoding": {**pos, "text": _f("label", "nominal")}}],
+                   "encoding": {**pos, "text": channel("label", "nominal")}}],
         "width": width, "height": max(len(symbols), 1) * 22, "datasets": {"profile": data}})
 
 
@@ -297,12 +335,12 @@ def checksum_passes(rows: Sequence[Mapping], *, width: int = 360) -> VegaLite:
     if not any(d["count"] for d in data):
         return message_chart("no software checksum passes: the NICs did them all", width=width,
                              color="#2a7d2a", title=title)
-    pos = {"y": _f("place", "nominal", title=None, axis={"labelLimit": 220}),
-           "x": _f("bytes", "quantitative", title="bytes checksummed in software")}
+    pos = {"y": channel("place", "nominal", title=None, axis={"labelLimit": 220}),
+           "x": channel("bytes", "quantitative", title="bytes checksummed in software")}
     return VegaLite({
         "data": {"name": "passes"}, "title": {"text": title, "anchor": "start"},
-        "layer": [{"mark": {"type": "bar", "color": "#b279a2"},
-                   "encoding": {**pos, "tooltip": _tips("place:N", "count:Q", "bytes:Q")}},
+        "layer": [{"mark": {"type": "bar", "color": PALETTE["checksum"]},
+                   "encoding": {**pos, "tooltip": tooltips("place:N", "count:Q", "bytes:Q")}},
                   {"mark": {"type": "text", "align": "left", "dx": 3, "fontSize": 10},
-                   "encoding": {**pos, "text": _f("label", "nominal")}}],
+                   "encoding": {**pos, "text": channel("label", "nominal")}}],
         "width": width, "height": max(len(data), 1) * 26, "datasets": {"passes": data}})

@@ -65,6 +65,13 @@ def _env(workdir: Path) -> dict:
                JUPYTERLAB_WORKSPACES_DIR=str(workdir / "workspaces"),
                JUPYTER_RUNTIME_DIR=str(workdir / "runtime"))
     env["PATH"] = f"{BIN}:{env.get('PATH', '')}"
+    # The servers and their kernels import this tree's offloadkit, and only it: a folder holding
+    # a link to the package, not the tree root (whose voila.py, the Voila config, would shadow voila).
+    path = workdir / "pythonpath"
+    path.mkdir(exist_ok=True)
+    if not (path / "offloadkit").exists():
+        (path / "offloadkit").symlink_to(ROOT / "offloadkit", target_is_directory=True)
+    env["PYTHONPATH"] = str(path)
     return env
 
 
@@ -128,7 +135,7 @@ class Watched:
     """A page whose console errors and non-local requests are recorded (the latter aborted)."""
 
     def __init__(self, browser):
-        self.context = browser.new_context(viewport={"width": 1440, "height": 1100})
+        self.context = browser.new_context(viewport={"width": 1366, "height": 768})   # a classroom laptop
         self.external: list[str] = []
         self.errors: list[str] = []
         self.context.route("**/*", self._route)
@@ -153,3 +160,54 @@ def watched(playwright_browser):
     w = Watched(playwright_browser)
     yield w
     w.close()
+
+
+# -- checks every dashboard test uses -------------------------------------------------
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"   # untracked (.gitignore: build/)
+
+OVERFLOW = """() => {
+    const bad = [];
+    for (const d of document.querySelectorAll('.offloadkit-dashboard')) {
+        const R = d.getBoundingClientRect();
+        for (const e of d.querySelectorAll('*')) {
+            const r = e.getBoundingClientRect();
+            if (r.width === 0 || r.right <= R.right + 1) continue;
+            let p = e.parentElement, scrolls = false;
+            for (; p && p !== d; p = p.parentElement) {
+                const s = getComputedStyle(p);
+                if (s.overflowX === 'auto' || s.overflowX === 'scroll') { scrolls = true; break; }
+            }
+            if (!scrolls) bad.push((e.getAttribute('class') || e.tagName) + ' ' + Math.round(r.right - R.right) + 'px');
+        }
+    }
+    return bad.slice(0, 8);
+}"""
+
+
+def assert_nothing_overflows(page) -> None:
+    """No dashboard element sticks out of the dashboard's box unless a scrolling box holds it."""
+    bad = page.evaluate(OVERFLOW)
+    assert bad == [], f"dashboard elements overflow their box at 1366 px: {bad}"
+
+
+def drag_mss_across_the_track(page, steps: int = 6) -> list[str]:
+    """Drag the MSS slider's handle to ``steps`` + 1 places along its whole track, releasing at each;
+    return the error messages shown after any release (the slider's range follows the MTU: none)."""
+    track = page.locator(".offloadkit-control-mss .noUi-target").first
+    handle = page.locator(".offloadkit-control-mss .noUi-handle").first
+    box = track.bounding_box()
+    errors = []
+    for k in range(steps + 1):
+        h = handle.bounding_box()
+        page.mouse.move(h["x"] + h["width"] / 2, h["y"] + h["height"] / 2)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] * k / steps, h["y"] + h["height"] / 2, steps=4)
+        page.mouse.up()
+        page.wait_for_timeout(400)
+        page.wait_for_function("() => { const b = document.querySelector('.offloadkit-busy');"
+                               " return b && b.textContent.trim() === ''; }", timeout=60_000)
+        page.wait_for_timeout(1500)     # let vega-embed finish re-embedding the charts before the next drag
+        err = page.locator(".offloadkit-message .offloadkit-error")
+        if err.count():
+            errors.append(err.first.inner_text())
+    return errors

@@ -20,7 +20,7 @@ from test_intro_browser import ARM_TIMER
 from test_report_notebooks import CHARTS, NEW_MSS, NOTEBOOKS, SCREENSHOTS, set_slider, wait_readout
 
 pytestmark = pytest.mark.browser
-SKIPPED_CELL = "kernel_lab_text({"   # the "try it on a real kernel" cell: real namespaces, ~25 s as root
+SKIPPED_CELL = "section_text("   # the "try it on a real kernel" cell: real namespaces, ~25 s as root
 LATENCIES: list[float] = []
 
 RUN_UP_TO_KERNEL_LAB = """async (skip) => {
@@ -70,14 +70,14 @@ def test_report_notebook_in_jupyterlab(lab_reports, watched, report_id):
                          stop) is None, "the kernel-lab cell ran"
     assert page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']").count() == 0
     assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
-    page.wait_for_selector(".offloadkit-dashboard .offloadkit-chart-trace svg", timeout=60_000)
+    page.wait_for_selector(".offloadkit-dashboard .offloadkit-text-trace pre", timeout=60_000)
     for name in CHARTS[report_id]:
         page.wait_for_selector(f".offloadkit-chart-{name} svg", timeout=30_000)
     assert page.locator(".offloadkit-dashboard svg.marks").count() >= len(CHARTS[report_id])
 
     d = ui.dashboard(report_id)                       # what the library computes, in this process
     assert d.error is None, f"the {report_id} dashboard itself fails: {d.error}"
-    wait_readout(page, d.readout.value)
+    wait_readout(page, d.readout_text)
     throughput = page.locator(".offloadkit-chart-throughput svg").text_content()
     assert "your settings" in throughput and d.result.rates[0]["label"] in throughput
 
@@ -87,7 +87,7 @@ def test_report_notebook_in_jupyterlab(lab_reports, watched, report_id):
         LATENCIES.append(page.evaluate("() => window.__okWait"))
         d.controls["mss"].value = mss
         assert d.error is None
-        wait_readout(page, d.readout.value)
+        wait_readout(page, d.readout_text)
     dash = page.locator(".offloadkit-dashboard")
     page.set_viewport_size({"width": 1440, "height": int(dash.bounding_box()["height"]) + 250})  # all of it
     dash.scroll_into_view_if_needed()

@@ -29,15 +29,15 @@ def broken(tmp_path_factory):
     return path
 
 
-def test_text_output_and_exit_zero_with_findings(broken, capsys):
-    assert cli.main(["doctor", str(broken)]) == 0
+def test_text_output_and_exit_one_with_errors(broken, capsys):
+    assert cli.main(["doctor", str(broken)]) == 1
     out = capsys.readouterr().out
     assert "[ERROR] mss-mismatch" in out and "[ERROR] black-hole" in out
     assert "packets: #" in out and "1448" in out and "1440" in out
 
 
 def test_json_output(broken, capsys):
-    assert cli.main(["doctor", str(broken), "--json"]) == 0
+    assert cli.main(["doctor", str(broken), "--json"]) == 1
     js = json.loads(capsys.readouterr().out)
     kinds = {f["kind"]: f for f in js["findings"]}
     assert kinds["mss-mismatch"]["severity"] == "error"
@@ -46,13 +46,16 @@ def test_json_output(broken, capsys):
 
 
 def test_hints_reach_the_checks(broken, capsys):
-    assert cli.main(["doctor", str(broken), "--json", "--mtu", "1492", "--side", "sender", "--gro", "off"]) == 0
+    assert cli.main(["doctor", str(broken), "--json", "--mtu", "1492", "--side", "sender", "--gro", "off"]) == 1
+    capsys.readouterr()
+    assert cli.main(["doctor", str(broken), "--json", "--mtu", "1492", "--side", "sender", "--no-gro"]) == 1
     js = json.loads(capsys.readouterr().out)
     assert js["mtu"] == 1492 and js["mtu_from"] == "given with --mtu"
     assert js["flows"][0]["side"] == "sender"
 
 
-@pytest.mark.parametrize("content", [b"", b"garbage, not a capture", None])
+@pytest.mark.parametrize("content", [b"", b"garbage, not a capture", None,
+                                     b"\xd4\xc3\xb2\xa1\x02\x00\x04\x00\x00\x00"])  # a cut 10-byte header
 def test_unreadable_input_exits_2_with_one_line(tmp_path, capsys, content):
     p = tmp_path / "x.pcap"
     if content is not None:
@@ -67,11 +70,19 @@ def test_bad_option_values_exit_2(broken, capsys):
     assert "MTU" in capsys.readouterr().err
 
 
-def test_truncated_capture_exits_0_and_says_so(broken, tmp_path, capsys):
+def test_exit_zero_when_nothing_is_above_info(capsys):
+    d = diagnose_file(TEST_PCAPS[0])
+    path = next(p for p in TEST_PCAPS + REAL_PCAPS if diagnose_file(p).worst() == "info")
+    assert cli.main(["doctor", str(path)]) == 0 and d is not None
+    assert "Exit status: 0 when no finding is above info; 1 when there is a warning" in \
+        cli.build_parser("doctor")._subparsers._group_actions[0].choices["doctor"].format_help().replace("\n", " ")
+
+
+def test_truncated_capture_exits_1_and_says_so(broken, tmp_path, capsys):
     raw = broken.read_bytes()
     cut = tmp_path / "cut.pcap"
     cut.write_bytes(raw[: len(raw) // 2 + 5])
-    assert cli.main(["doctor", str(cut)]) == 0
+    assert cli.main(["doctor", str(cut)]) == 1
     out = capsys.readouterr().out
     assert "[WARNING] capture-damaged" in out and "black-hole" in out
 

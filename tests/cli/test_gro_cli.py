@@ -100,7 +100,6 @@ def payload_groups(recs):
         et = struct.unpack_from("!H", d, 12)[0]
         ip = 14
         if et == 0x0800:
-            ver_ihl = d[ip]
             if d[ip + 9] == 4:
                 ip += 20
             ihl = (d[ip] & 0xF) * 4
@@ -319,3 +318,13 @@ def test_fuzzed_frames_never_crash(tmp_path):
 def test_empty_capture(tmp_path):
     recs = run_cli(tmp_path, [])
     assert recs == []
+
+
+@pytest.mark.parametrize("argv,words", [(["--poll-gap", "1e20s"], "--poll-gap"), (["--poll-gap", "nan"], "--poll-gap"),
+                                        (["--napi-budget", str(10**24)], "--napi-budget"),
+                                        (["--napi-budget", "0"], "--napi-budget")])
+def test_out_of_range_numbers_are_one_line_exit_2(tmp_path, capsys, argv, words):
+    src = __import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "eth_us.pcap"
+    assert main(["gro", str(src), str(tmp_path / "o.pcap"), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]

@@ -125,3 +125,23 @@ def test_gzip_and_stdin_stdout(tmp_path, monkeypatch, capfdbinary):
     assert cli("gro", "-", "-") == 0
     out = capfdbinary.readouterr()
     assert out.out == (tmp_path / "a.pcap").read_bytes() and b"after GRO" in out.err
+
+
+def test_progress_bar_goes_to_stderr_only(tmp_path, capfd):
+    src = DATA / "eth_us.pcap"
+    assert cli("segment", src, tmp_path / "a.pcap", "--mss", 500) == 0
+    plain = capfd.readouterr()
+    assert cli("segment", src, tmp_path / "b.pcap", "--mss", 500, "--progress") == 0
+    with_bar = capfd.readouterr()
+    assert with_bar.out.replace("b.pcap", "a.pcap") == plain.out
+    assert (tmp_path / "a.pcap").read_bytes() == (tmp_path / "b.pcap").read_bytes()
+
+
+@pytest.mark.parametrize("size", [0, 3, 10, 30])
+def test_a_file_damaged_before_its_first_packet_is_refused_by_every_verb(tmp_path, size, capsys):
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes((DATA / "eth_us.pcap").read_bytes()[:size])
+    for argv in (["segment", bad, tmp_path / "o", "--mss", 1000], ["gro", bad, tmp_path / "o"], ["doctor", bad]):
+        assert cli(*argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "bad.pcap" in err[0]

@@ -243,7 +243,7 @@ def test_json_summary(tmp_path, capsys, payload):
 
 
 from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st
+from hypothesis import strategies as st  # noqa: E402
 
 from offloadkit.io.records import Record  # noqa: E402
 from offloadkit.rewrite.segment import segment_records  # noqa: E402

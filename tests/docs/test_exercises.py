@@ -38,7 +38,7 @@ def test_unknown_id_names_the_ids():
 
 
 def test_answers_follow_the_model():
-    from offloadkit.ui.intro import one_packet
+    from offloadkit.sim.one_packet import one_packet
     assert X.answer("00-wire-frames") == len(one_packet(payload=64000).sizes("wire"))
 
 

@@ -1,12 +1,10 @@
 """LRO (inet_lro / myri10ge, report 003): descriptors, packet cap, looser rules, no forwarding."""
-import numpy as np
 import pytest
 
 from offloadkit import codes
 from offloadkit.codes import ACK, FIN, PSH
 from offloadkit.engine import gro as G
 from offloadkit.engine import lro as L
-from offloadkit.trace import Trace
 
 
 def stream(n, flows=1, **kw):

@@ -338,3 +338,13 @@ def test_calibration_constants():
     doc = json.loads((DATA / "calibration.json").read_text(encoding="utf-8"))
     for row in doc["rows"]:
         assert row["quote"] == row["text"] and row["status"] in ("F", "I") and row["source"]
+
+
+def test_table_lists_each_fact_with_its_source():
+    f = load_facts("rtl8139")
+    lines = f.table(["mss_clamp_bytes", "rtt_guest_ms"]).splitlines()
+    assert len(lines) == 2
+    clamp = f.fact("mss_clamp_bytes")
+    assert lines[0].split()[:3] == ["mss_clamp_bytes", str(clamp.value), clamp.unit] and lines[0].endswith(clamp.ref)
+    with pytest.raises(KeyError, match="no fact 'no_such_fact'"):
+        f.table(["no_such_fact"])

@@ -15,20 +15,28 @@ from altair.utils.schemapi import validate_jsonschema
 from offloadkit import reports, ui
 from offloadkit.reports import load_facts
 
-from dashboard_helpers import spec_rows, spec_texts
+from dashboard_helpers import spec_rows
 
 IDS = ("rtl8139", "mpls", "vxlan", "splice", "vlan-nat")
-COMMON = {"mss", "mtu", "gro", "csum_offload"}
-OWN = {"rtl8139": {"tso", "gso", "nic_fixed"}, "mpls": {"tso", "gso", "mpls", "mpls_gso", "fixed_kernel"},
-       "vxlan": {"inner_csum", "outer_udp_csum", "sessions"}, "splice": {"lro", "sessions", "shared_page"},
-       "vlan-nat": {"conntrack_checksum", "tso", "sessions"}}
-# a valid new value for each numeric control (booleans are flipped)
+CONTROLS = {"rtl8139": {"mss", "path_mtu", "gro", "tx_csum", "tso", "gso", "nic"},
+            "mpls": {"mss", "mtu", "gro", "tx_csum", "tso", "gso", "mpls", "drop_reason", "segmenter"},
+            "vxlan": {"mss", "mtu", "gro", "rx_csum", "outer_udp_csum", "sessions"},
+            "splice": {"mss", "mtu", "aggregation", "sessions", "allocs_per_rx_skb"},
+            "vlan-nat": {"mss", "mtu", "gro", "rx_csum", "tx_csum", "conntrack_checksum", "tso", "sessions"}}
+
+
+def other_option(ctl):
+    return next(o[1] for o in ctl.options if o[1] != ctl.value)
+
+
+# a valid new value for each numeric control (booleans are flipped, dropdowns take another option)
 NEW_VALUE = {"mss": lambda d: d.controls["mss"].value - 100,
              "mtu": lambda d: min(d.controls["mtu"].value + 100, d.controls["mtu"].max),
+             "path_mtu": lambda d: d.controls["path_mtu"].value - 100,
              "sessions": lambda d: 8 if d.controls["sessions"].value < 8 else 300}
 
 # where a control only matters in another setting, the test moves it there
-CONTEXT = {("vxlan", "sessions"): {"inner_csum": True}}   # without tunnel GRO there is nothing to interleave
+CONTEXT = {("vxlan", "sessions"): {"rx_csum": "unnecessary"}}   # without tunnel GRO there is nothing to interleave
 
 _CACHE: dict = {}
 
@@ -50,13 +58,19 @@ def signature(d):
 
 
 @pytest.mark.parametrize("report_id", IDS)
-def test_registered_with_the_common_and_own_controls(report_id):
+def test_registered_with_one_control_per_preset_knob(report_id):
     d = dash(report_id)
     assert report_id in ui.available()
-    assert set(d.controls) == COMMON | OWN[report_id]
+    assert set(d.controls) == CONTROLS[report_id]
+    knobs = reports.get(report_id).KNOBS
+    assert set(d.controls) <= set(knobs), "every control is a knob of the preset, with the same name"
+    for name, ctl in d.controls.items():
+        if hasattr(ctl, "options"):
+            for _, value in ctl.options:
+                knobs[name].check(name, value)
     assert d.error is None, d.error
     assert all(isinstance(c, alt.JupyterChart) for c in d.charts.values())
-    assert {"trace", "sizes", "throughput"} <= set(d.charts)
+    assert {"sizes", "throughput"} <= set(d.charts) and set(d.text_panels) == {"trace"}
     assert ("stevens" in d.charts) == (report_id in ("rtl8139", "mpls"))
     assert ("cpu" in d.charts) == (report_id in ("vxlan", "splice", "vlan-nat"))
 
@@ -68,7 +82,8 @@ def test_every_control_changes_the_result(report_id):
     for name, ctl in d.controls.items():
         d.set(**{**defaults, **CONTEXT.get((report_id, name), {})})   # each control moved alone
         before = signature(d)
-        new = NEW_VALUE[name](d) if name in NEW_VALUE else (not ctl.value)
+        new = (NEW_VALUE[name](d) if name in NEW_VALUE else other_option(ctl) if hasattr(ctl, "options")
+               else (not ctl.value))
         ctl.value = new
         assert d.error is None, f"{report_id}: {name}={new}: {d.error}"
         assert d.result.settings[name] == new
@@ -76,17 +91,20 @@ def test_every_control_changes_the_result(report_id):
 
 
 @pytest.mark.parametrize("report_id", IDS)
-def test_invalid_mss_shows_the_library_message(report_id):
+def test_the_whole_mss_track_is_valid(report_id):
     d = ui.dashboard(report_id)
-    good = d.result
-    # the MTU the sender's MSS must fit: rtl8139's mtu control is the PPPoE hop, its guest NIC has 1500
-    mtu = 1500 if report_id == "rtl8139" else d.controls["mtu"].value
-    d.controls["mss"].value = mtu - 40            # no room left for the 12 bytes of timestamps
-    assert d.error is not None and d.error.startswith(f"MSS {mtu - 40} does not fit in MTU {mtu}")
-    assert "Traceback" not in d.message.value and "offloadkit-error" in d.message.value
-    assert d.result is good                         # the last good result stays on screen
-    d.controls["mss"].value = mtu - 52
-    assert d.error is None and d.result.settings["mss"] == mtu - 52
+    ctl = d.controls["mss"]
+    mtu = 1500 if report_id == "rtl8139" else d.controls["mtu"].value   # rtl8139: the guest NIC's MTU
+    assert ctl.max == mtu - 52
+    for mss in (ctl.min, (ctl.min + ctl.max) // 2, ctl.max):
+        ctl.value = mss
+        assert d.error is None and d.result.settings["mss"] == mss, (mss, d.error)
+    ctl.value = ctl.max + 1                       # the slider cannot leave its track
+    assert ctl.value == ctl.max and d.error is None
+    if "mtu" in d.controls:
+        d.controls["mtu"].value = 1200            # lowering the MTU carries the MSS down, with a note
+        assert ctl.value == ctl.max == 1148 and d.error is None
+        assert "carried down" in d.message.value
 
 
 @pytest.mark.parametrize("report_id", IDS)
@@ -102,12 +120,12 @@ def test_charts_are_valid_vega_lite(report_id):
 def test_charts_reflect_the_mss(report_id, mss):
     d = ui.dashboard(report_id, mss=mss)
     assert d.error is None
-    assert f"length {mss}" in " ".join(spec_texts(d.charts["trace"].spec))
+    assert f"length {mss}" in d.text_panels["trace"].value
     sizes = {row.get("payload", row.get("size")) for row in spec_rows(d.charts["sizes"].spec)}
     assert mss in sizes
     d.controls["mss"].value = mss - 200
     sizes = {row.get("payload", row.get("size")) for row in spec_rows(d.charts["sizes"].spec)}
-    assert mss - 200 in sizes and f"length {mss - 200}" in " ".join(spec_texts(d.charts["trace"].spec))
+    assert mss - 200 in sizes and f"length {mss - 200}" in d.text_panels["trace"].value
 
 
 @pytest.mark.parametrize("report_id", IDS)
@@ -133,56 +151,48 @@ def test_rtl8139_shows_the_reports_sizes_and_the_fix():
     d = ui.dashboard("rtl8139")
     macvtap = {r["payload"] for r in spec_rows(d.charts["sizes"].spec) if r.get("point") == "macvtap"}
     assert {1448, 1432} <= macvtap
-    d.controls["nic_fixed"].value = True
+    d.controls["nic"].value = "hw-tso"
     macvtap = {r["payload"] for r in spec_rows(d.charts["sizes"].spec) if r.get("point") == "macvtap"}
     assert macvtap == {1440}
-    d.controls["csum_offload"].value = False
+    d.controls["tx_csum"].value = False
     assert "TSO needs TX checksum offload" in d.message.value
 
 
-def test_mpls_drop_reason_follows_mpls_gso():
+def test_rtl8139_mss_is_the_payload_the_preset_sends():
+    m = reports.get("rtl8139")
+    d = ui.dashboard("rtl8139", mss=1400, nic="hw-tso")
+    assert max(d.result.run.result.segment_sizes("macvtap")) == 1400      # no +12 / -12 on the way
+    assert m.peer_clamp({"mss": 1400, "mss_clamp": 1452}) == 1412
+    assert m.peer_clamp({"mss": None, "mss_clamp": 1452}) == 1452
+
+
+def test_mpls_drop_reason_and_the_fix():
     d = ui.dashboard("mpls")
     assert "EPROTONOSUPPORT" in d.readout.value
-    d.controls["mpls_gso"].value = True
+    d.controls["drop_reason"].value = "EINVAL"
     assert "EINVAL" in d.readout.value and "EPROTONOSUPPORT" not in d.readout.value
-    d.controls["fixed_kernel"].value = True
+    d.controls["segmenter"].value = "sw-gso"
     assert d.result.goodput_bps > 1e9
 
 
-def test_vxlan_matches_the_preset_where_the_preset_has_the_nic():
+def test_mpls_gro_off_jump_is_explained():
+    d = ui.dashboard("mpls")
+    d.controls["gro"].value = False
+    assert d.result.goodput_bps > 1e8 and "GRO off at the receiver" in d.message.value
+
+
+def test_vxlan_matches_the_preset():
     m = reports.get("vxlan")
     d = ui.dashboard("vxlan")
     assert d.result.goodput_bps == pytest.approx(m.run("broken").goodput_bps)
-    d.controls["inner_csum"].value = True
+    d.controls["rx_csum"].value = "unnecessary"
     assert d.result.goodput_bps == pytest.approx(m.run("bnx2x").goodput_bps)
     d.controls["gro"].value = False
     assert d.result.goodput_bps == pytest.approx(m.run("gro_off").goodput_bps)
 
 
-def test_splice_checksum_switch_is_fixed_and_says_why():
-    d = ui.dashboard("splice")
-    assert d.controls["csum_offload"].disabled
-    d.controls["csum_offload"].value = False
-    assert "no software-checksum path" in d.message.value
-
-
-def test_reproduction_text_rounds_and_marks_misses():
-    from offloadkit.reports import Reproduction, Tolerance
-    from offloadkit.ui.report_common import reproduction_text, round_text
-    rep = Reproduction("toy")
-    rep.add("rate_Mbps", "Mb/s", 30000, 30047.73, Tolerance.rel(0.25), "fitted")
-    rep.add("broken_Mbps", "Mb/s", (1, 10), 0.658464, Tolerance.exact(), "predicted")
-    rep.add("errno", "errno", "EINVAL", "EINVAL", Tolerance.exact(), "predicted")
-    text = reproduction_text(rep)
-    assert text.splitlines()[0] == "toy: 2/3 within tolerance (1 fitted, 2 predicted)"
-    assert "30000 " in text and "30047" not in text and "0.658 " in text and "1–10" in text
-    assert "MISS" in text.splitlines()[3] and "e+" not in text
-    assert [round_text(x) for x in (30047.73, 72.714, 0.658464, 6.65)] == ["30000", "72.7", "0.658", "6.65"]
-
-
-def test_kernel_lab_text_says_why_it_is_skipped(monkeypatch):
-    from offloadkit.lab.runner import LabSettings
-    from offloadkit.ui.report_common import kernel_lab_text
-    monkeypatch.setenv("OFFLOADKIT_LAB_FORCE_REFUSE", "1")
-    text = kernel_lab_text({"A": LabSettings(bytes="1M"), "B": LabSettings(gro=False, bytes="1M")})
-    assert text.startswith("Skipped: ") and "root" in text and len(text.splitlines()) == 1
+def test_trace_headings_count_packets_not_lines():
+    d = dash("vxlan")                           # a VXLAN frame prints two lines (outer, inner)
+    nic = d.result.window.at("nic")
+    assert f"nic ({len(nic)} packets)" in d.text_panels["trace"].value
+    assert len(d.result.lines["nic"]) == 2 * len(nic)

@@ -163,3 +163,17 @@ def test_rows_from_data_targets():
     rng = load_facts("rtl8139").targets["throughput_tso_on_kBps"]
     r2 = Reproduction("rtl8139").add_target(rng, 91.0, "predicted")
     assert r2.ok and r2.reported == (70, 80)
+
+
+def test_render_with_digits_rounds_for_a_checked_notebook_cell():
+    from offloadkit.reports.table import round_text
+    rep = Reproduction("toy")
+    rep.add("rate_Mbps", "Mb/s", 30000, 30047.73, Tolerance.rel(0.25), "fitted")
+    rep.add("broken_Mbps", "Mb/s", (1, 10), 0.658464, Tolerance.exact(), "predicted")
+    rep.add("errno", "errno", "EINVAL", "EINVAL", Tolerance.exact(), "predicted")
+    text = rep.render(source=False, digits=3)
+    assert text.splitlines()[0] == "toy: 2/3 within tolerance (1 fitted, 2 predicted)"
+    assert "30000 " in text and "30047" not in text and "0.658 " in text and "1-10" in text
+    assert "FAIL" in text.splitlines()[3] and "e+" not in text
+    assert "30047.7" in rep.render()          # without digits: the full precision
+    assert [round_text(x) for x in (30047.73, 72.714, 0.658464, 6.65)] == ["30000", "72.7", "0.658", "6.65"]

@@ -50,6 +50,11 @@ def test_reproduce_exit_status_follows_the_rows(capsys, monkeypatch):
     monkeypatch.setattr(mod, "reproduce", failing)
     assert main(["reproduce", "--report", "vxlan"]) == 1
     assert "FAIL" in capsys.readouterr().out
+    assert main(["reproduce", "--report", "002", "--quiet"]) == 1
+    quiet = capsys.readouterr()
+    lines = quiet.out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("FAIL vxlan: ") and "quantities" in lines[1]
+    assert quiet.err == ""
 
 
 def test_trace_prints_the_guest_super_packets(capsys):

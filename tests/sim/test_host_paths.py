@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +14,9 @@ from offloadkit import codes
 from offloadkit.engine import checksum as csum
 from offloadkit.engine import cpu
 from offloadkit.sim import host_paths as P, hosts
-from reference import cpu_ref
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests/: the reference package
+from reference import cpu_ref  # noqa: E402
 
 SEED004 = {"gro_off_ct0": 940, "gro_off_ct1": 666, "gro_on_ct0": 575, "gro_on_ct1": 579}
 
@@ -162,7 +166,7 @@ def test_router_checksum_passes_are_the_recorded_ones(router_trace):
             r = P.router_forward(router_trace, gro=g, nf_conntrack_checksum=ct)
             res = gro.gro(router_trace, gro.GroParams(enabled=g, rx_csum="none"))
             skbs, ctp = csum.conntrack_check(res.out, enabled=ct)
-            segs = P._sw_segment(skbs, tx_csum=True) if g else skbs
+            segs = P.sw_segment(skbs, tx_csum=True) if g else skbs
             helped = csum.tx_checksum(segs, device_can_csum=False)
             recorded = res.passes.total_bytes() + ctp.total_bytes() + helped.total_bytes()
             charged = sum(s.ns.get("csum_partial", 0.0) for s in r.stages)
@@ -182,7 +186,7 @@ def test_router_matches_per_packet_reference(router_trace):
         r = P.router_forward(router_trace, gro=g, nf_conntrack_checksum=ct)
         res = gro.gro(router_trace, gro.GroParams(enabled=g, rx_csum="none"))
         skbs = res.out
-        segs = P._sw_segment(skbs, tx_csum=True) if g else skbs
+        segs = P.sw_segment(skbs, tx_csum=True) if g else skbs
         rows = lambda t: [dict(payload_len=int(t.payload_len[i]), tcp_hlen=int(t.tcp_hlen[i]),
                                csum_state=int(t.csum_state[i]), gso_size=int(t.gso_size[i])) for i in range(len(t))]
         ref = cpu_ref.router_forward_ref(h, [int(x) for x in router_trace.payload_len], rows(skbs), rows(segs),
@@ -446,3 +450,18 @@ def test_every_path_conserves_packets(flows, train, interleave, knob_a, knob_b, 
     assert all(s.bytes_in == int(t.payload_len.sum()) for s in r.stages)      # bytes conserved too
     assert 0 < r.rate_bps <= r.link_goodput_bps * (1 + 1e-9)
     assert all(v >= 0 for s in r.stages for v in s.ns.values())
+
+
+def test_paths_return_the_packets_their_stages_saw():
+    """router_forward and vm_receive carry their capture points' traces: nothing re-runs GRO to draw them."""
+    lan = cpu.arrival_trace(1e9, 1448, 1, packets=400, vlan=True)
+    r = P.router_forward(lan, "bcm4708-router", gro=True, rx_csum="none")
+    skbs, _ = P.run_gro(lan, enabled=True, rx_csum="none")
+    assert set(r.traces) == {"lan", "forward", "wan"} and r.traces["lan"] is lan
+    assert np.array_equal(r.traces["forward"].payload_len, skbs.payload_len) and len(skbs) < len(lan)
+    assert int(r.traces["wan"].payload_len.sum()) == int(lan.payload_len.sum())
+    assert r.traces["wan"].payload_len.max() <= 1448 and (r.traces["wan"].csum_state == codes.CSUM_NONE).all()
+    vx = cpu.arrival_trace(10e9, 1398, 1, packets=400, vxlan=True, outer_udp_csum=0)
+    v = P.vm_receive(vx, gro=True, rx_csum="unnecessary")
+    assert set(v.traces) == {"nic", "tap"} and not csum.is_vxlan(v.traces["tap"]).any()
+    assert int(v.traces["tap"].payload_len.sum()) == int(vx.payload_len.sum())
