@@ -14,8 +14,8 @@ def _tbf(burst: int) -> Scenario:
 
 
 def test_queue_bytes_makes_the_hop_a_tbf_and_packets_keep_per_segment_queueing():
-    assert Scenario.simple(queue_bytes=64_000).path[0].tbf_burst_bytes == TBF_BURST_BYTES
-    assert Scenario.simple().path[0].tbf_burst_bytes == 0
+    assert Scenario.simple(queue_bytes=64_000, duration_ns=10**8).path[0].tbf_burst_bytes == TBF_BURST_BYTES
+    assert Scenario.simple(duration_ns=10**8).path[0].tbf_burst_bytes == 0
     with pytest.raises(ValueError, match="tbf burst"):
         Hop(tbf_burst_bytes=-1)
 
