@@ -24,6 +24,7 @@ import shlex
 import subprocess
 from dataclasses import dataclass, field, asdict
 
+from ..sim.scenario import TBF_BURST_BYTES  # the tbf bucket when ``queue`` comes without ``burst``
 from ..units import parse_fraction, parse_rate, parse_size, parse_time
 from . import safety
 
@@ -36,8 +37,6 @@ IPV4_TCP_HDR = 40
 #: iptables ``-m length`` floor of a "data segment" for ``loss``: bigger than any handshake,
 #: ACK or iperf3 control message, smaller than the smallest full segment the lab allows.
 DATA_MIN_IP_LEN = 128
-#: tbf bucket when ``queue`` is given without ``burst`` (and for ``rate`` alone)
-TBF_BURST_BYTES = 65536
 MAX_DURATION_S = 3600.0
 #: iperf3 gets the duration plus this long to connect, finish and report
 IPERF_GRACE_S = 30.0

@@ -140,6 +140,7 @@ HP_FROM = {
     "icmp": lambda h: h.icmp,
     "encap": lambda h: h.encap_bits,
     "labels": lambda h: h.mpls_labels,
+    "whole": lambda h: h.tbf_burst_bytes,
 }
 
 for _table, _fields in ((P_FROM, K.P_FIELDS), (FP_FROM, K.FP_FIELDS), (HP_FROM, K.HP_FIELDS)):

@@ -27,6 +27,8 @@ IP_HLEN = 20
 TCP_HLEN = 20
 CC_NAMES = ("newreno", "cubic")
 RX_CSUM_NAMES = tuple(m for m in RX_CSUM_MODES if m != "trace")
+#: tbf burst of a byte-limited queue (``queue_bytes`` in :meth:`Scenario.simple`, the lab's ``--queue``)
+TBF_BURST_BYTES = 65536
 ENCAP_NAMES = {"vlan": ENC_VLAN, "mpls": ENC_MPLS, "pppoe": ENC_PPPOE, "vxlan": ENC_VXLAN}
 
 
@@ -231,6 +233,11 @@ class Hop:
     ``icmp`` (PMTU discovery then lowers the sender's MSS) or silently.
     Serialization counts Ethernet (14) + encapsulation + IP bytes.
     ``loss``: random loss probability per packet.
+    ``tbf_burst_bytes``: the queue is a tbf with this burst (its max_size): a
+    GSO skb no bigger than it (qdisc_pkt_len: every segment's frame) is
+    queued or dropped whole, as sch_tbf.c tbf_enqueue does with a forwarded
+    super-packet; a bigger one is split by tbf_segment. 0: every segment
+    alone (a device queue after segmentation).
     """
 
     name: str = "link"
@@ -243,6 +250,7 @@ class Hop:
     loss: float = 0.0
     icmp: bool = False
     mpls_labels: int = 1
+    tbf_burst_bytes: int = 0
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", self.name):
@@ -269,6 +277,7 @@ class Hop:
         if not 0.0 <= float(self.loss) < 1.0:
             raise ValueError(f"hop {self.name}: loss {self.loss} must be a probability in [0, 1), e.g. 0.001")
         _check_int(f"hop {self.name}: MPLS labels", self.mpls_labels, 1, 16)
+        _check_int(f"hop {self.name}: tbf burst", self.tbf_burst_bytes, 0, 10**10, " bytes (0: no tbf)")
         if self.ip_mtu_bytes < 68:
             raise ValueError(f"hop {self.name}: MTU {self.mtu} minus {self.encap_overhead_bytes} bytes of "
                              f"encapsulation leaves {self.ip_mtu_bytes} for IP; IPv4 needs at least 68")
@@ -489,7 +498,8 @@ class Scenario:
 
         The default queue holds one bandwidth-delay product (at least 100 packets), capped at what
         the flows' receive windows can put in flight (a bigger queue never fills); ``queue_bytes``
-        alone makes it a byte limit (a tbf ``limit``). ``kernel``: the TCP rules of that Linux
+        alone makes it a byte limit (a tbf ``limit`` with a :data:`TBF_BURST_BYTES` burst, which
+        queues GSO skbs whole: ``Hop.tbf_burst_bytes``). ``kernel``: the TCP rules of that Linux
         release (:func:`kernel_rules`, default the newest).
         """
         if queue_packets is None and queue_bytes is None:
@@ -498,7 +508,8 @@ class Scenario:
             in_flight = flows * Tcp().rwnd_bytes // max(payload, 8) + 64
             queue_packets = int(max(100, min(bdp_pkts, in_flight)))
         hop = Hop("path", rate_bps=rate_bps, delay_ns=rtt_ns // 2, mtu=mtu if path_mtu is None else path_mtu,
-                  loss=loss, queue_packets=queue_packets, queue_bytes=queue_bytes, icmp=icmp)
+                  loss=loss, queue_packets=queue_packets, queue_bytes=queue_bytes, icmp=icmp,
+                  tbf_burst_bytes=TBF_BURST_BYTES if queue_bytes is not None and queue_packets is None else 0)
         tcp = Tcp(mss=mss, cc=cc, mtu_probing=mtu_probing, **kernel_rules(kernel))
         return cls(tcp=tcp, nic=Nic(model=nic, tso=tso, gso=tso if gso is None else gso,
                                                      mtu=mtu, rate_bps=max(rate_bps, 1_000_000_000)),

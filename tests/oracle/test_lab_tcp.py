@@ -32,9 +32,9 @@ NOT_YET = {
     "no-tso-loss-1pct": "kit ~2x the kernel's goodput and retransmits; the kernel's veth path was CPU-bound "
                         "on the loaded recording machine (capacity 336 Mb/s)",
     "no-tso-loss-0.3pct": "as no-tso-loss-1pct (kit 4.5x)",
-    "tbf-500mbit-64kb": "retransmits 8x fewer in the kit: tbf queues the router's GSO skbs whole (a 64 KB limit "
-                        "holds about one), the model's hop queues segments",
-    "tbf-200mbit-32kb": "retransmits agree (859 vs 942) but the kernel's goodput (60 Mb/s of 186) was starved "
+    "tbf-500mbit-64kb": "retransmits 3x fewer in the kit (616 vs 1916) even with whole-skb tbf queueing: the "
+                        "kit's ACK-clocked sender sends 2-segment skbs, the kernel's bigger ones",
+    "tbf-200mbit-32kb": "retransmits agree (1429 vs 942) but the kernel's goodput (60 Mb/s of 186) was starved "
                         "by the loaded machine",
     "blackhole-1400-probing-1": "found at the same (5th) RTO with the same retransmits, but the kit's goodput "
                                 "after recovery is ~2.5x the kernel's on the loaded machine",

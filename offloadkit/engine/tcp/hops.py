@@ -12,13 +12,44 @@ from numba import njit
 from ...codes import DROP_MTU_ICMP, DROP_NONE, DROP_QUEUE_FULL, DROP_RANDOM_LOSS
 from ..path import mtu_drop_reason
 from .layout import (EV_HOP, EV_ICMP, EV_POLL, G_ICMPS, G_NAPI, G_OVERFLOW, G_RXH, G_RXT, G_RX_BYTES, G_RX_PKTS,
-                     HP_DELAY, HP_ENCAP, HP_ICMP, HP_LABELS, HP_MTU, HP_OVER, HP_QBYTES, HP_QPKTS, HP_RATE, HQ_BUSY,
-                     HQ_BYTES, HQ_HEAD, HQ_N, HS_DROP_BYTES, HS_DROP_PKTS, HS_IN_BYTES, HS_IN_PKTS, HS_OUT_BYTES,
-                     HS_OUT_PKTS, PK_FLOW, PK_IPLEN, PK_LEN, P_NAPI_DELAY, P_NHOPS, P_QCAP, P_RXCAP)
+                     HP_DELAY, HP_ENCAP, HP_ICMP, HP_LABELS, HP_MTU, HP_OVER, HP_QBYTES, HP_QPKTS, HP_RATE, HP_WHOLE, HQ_BUSY,
+                     HQ_BYTES, HQ_FDROP, HQ_FOLLOW, HQ_HEAD, HQ_N, HS_DROP_BYTES, HS_DROP_PKTS, HS_IN_BYTES, HS_IN_PKTS, HS_OUT_BYTES,
+                     HS_OUT_PKTS, PK_FLOW, PK_IPLEN, PK_LEN, PK_SKB_LEN, PK_SKB_SEGS, P_NAPI_DELAY, P_NHOPS, P_QCAP, P_RXCAP)
 from .world import heap_push, pk_free, rand, rec_pkt, ser_ns
 
 
 # -- hops ------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True, _nrt=False)
+def tbf_enqueue(W, pid, h, wire):
+    """Whether the hop's FIFO takes this segment (sch_tbf.c tbf_enqueue, then bfifo's byte limit).
+
+    With ``HP_WHOLE`` (the tbf's max_size, its burst) a forwarded GSO skb no
+    bigger than that is enqueued or dropped whole: its first segment is
+    checked with the skb's qdisc_pkt_len (every segment's frame), the rest
+    follow that verdict. A bigger skb is split by tbf_segment and each
+    segment checked alone, as every segment is without ``HP_WHOLE``.
+    """
+    HP = W.HP
+    HQS = W.HS
+    PK = W.PK
+    if HP[h, HP_WHOLE] > 0 and HQS[h, HQ_FOLLOW] > 0 and PK[pid, PK_SKB_SEGS] == 0:
+        HQS[h, HQ_FOLLOW] -= 1
+        return HQS[h, HQ_FDROP] == 0 and HQS[h, HQ_N] < W.P[P_QCAP]
+    HQS[h, HQ_FOLLOW] = 0
+    need = wire
+    n = PK[pid, PK_SKB_SEGS]
+    if HP[h, HP_WHOLE] > 0 and n > 1:
+        skb = PK[pid, PK_SKB_LEN] + n * (wire - PK[pid, PK_LEN])
+        if skb <= HP[h, HP_WHOLE]:
+            need = skb
+            HQS[h, HQ_FOLLOW] = n - 1
+    full = ((HP[h, HP_QPKTS] > 0 and HQS[h, HQ_N] >= HP[h, HP_QPKTS])
+            or (HP[h, HP_QBYTES] > 0 and HQS[h, HQ_BYTES] + need > HP[h, HP_QBYTES])
+            or HQS[h, HQ_N] >= W.P[P_QCAP])
+    HQS[h, HQ_FDROP] = 1 if full else 0
+    return not full
+
 
 @njit(cache=True, nogil=True, _nrt=False)
 def hop_arrive(W, pid, h, now):
@@ -60,9 +91,7 @@ def hop_arrive(W, pid, h, now):
             HQS[h, HQ_BYTES] -= W.HQ[h, HQS[h, HQ_HEAD], 1]
             HQS[h, HQ_HEAD] = (HQS[h, HQ_HEAD] + 1) % qc
             HQS[h, HQ_N] -= 1
-        if ((HP[h, HP_QPKTS] > 0 and HQS[h, HQ_N] >= HP[h, HP_QPKTS])
-                or (HP[h, HP_QBYTES] > 0 and HQS[h, HQ_BYTES] + wire > HP[h, HP_QBYTES])
-                or HQS[h, HQ_N] >= qc):
+        if not tbf_enqueue(W, pid, h, wire):
             drop = DROP_QUEUE_FULL
     if drop != DROP_NONE:
         rec_pkt(W, 2 + h, now, pid, drop, 0, 0, 0)

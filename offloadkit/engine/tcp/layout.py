@@ -30,7 +30,7 @@ P_FIELDS = ("flows", "total", "end_ns", "mss", "thl", "ts", "sack", "cc", "iw", 
             "max_events", "seed", "rtx_tso", "reo_timer", "prr_una", "rack_time", "fack", "ofo_quick", "mtu_probing",
             "base_mss")
 # hop table HP columns
-HP_FIELDS = ("rate", "delay", "mtu", "over", "qpkts", "qbytes", "icmp", "encap", "labels")
+HP_FIELDS = ("rate", "delay", "mtu", "over", "qpkts", "qbytes", "icmp", "encap", "labels", "whole")
 # global counters G; rows recorded per capture point follow at G_RECN
 G_FIELDS = ("hn", "seqno", "ftop", "atop", "rxh", "rxt", "napi", "nic_busy", "events", "smpn", "smp_int",
             "done_flows", "overflow", "deliv", "last_done", "retx_units", "retx_pkts", "tlps", "rtos", "recov",
@@ -50,14 +50,15 @@ FP_FIELDS = ("total", "start_ns", "extra_rtt", "cc")
 # per-flow floats FF (CUBIC)
 FF_FIELDS = ("wmax", "epoch", "k", "origin", "west")
 # packet pool PK and ACK pool AK columns (an ACK carries up to 4 SACK blocks: 8 edges)
-PK_FIELDS = ("flow", "seq", "len", "flags", "ts", "ipid", "retx", "iplen")
+# skb_segs / skb_len: on the first segment of a super-packet, its segment count and payload (0 on the others)
+PK_FIELDS = ("flow", "seq", "len", "flags", "ts", "ipid", "retx", "iplen", "skb_segs", "skb_len")
 AK_FIELDS = ("flow", "ack", "tsecr", "n", "s0")
 # recorded rows REC
 R_FIELDS = ("time", "point", "dir", "flow", "seq", "ack", "len", "flags", "gso_size", "gso_segs", "ipid", "tsval",
             "tsecr", "drop", "gro", "iplen", "retx", "sackn", "sack0")
 # hop statistics HS, then the hop queue's state HQ in the same rows
 HS_FIELDS = ("in_pkts", "in_bytes", "out_pkts", "out_bytes", "drop_pkts", "drop_bytes")
-HQ_FIELDS = ("head", "n", "bytes", "busy")
+HQ_FIELDS = ("head", "n", "bytes", "busy", "follow", "fdrop")
 # event kinds
 EV_FIELDS = ("start", "hop", "poll", "ack", "timer", "delack", "icmp", "sample", "reo")
 

@@ -33,7 +33,7 @@ from .layout import (AK_ACK, AK_N, AK_S0, AK_TSECR, CC_CUBIC, EV_HOP, EV_TIMER, 
                      F_SSTHRESH, F_STATE, F_TAT, F_TEVT, F_TKIND, F_TLP_HIGH, F_TOTAL, F_UNA_U, G_FTOP, G_HN,
                      G_NIC_BUSY, G_NIC_DROP_BYTES, G_NIC_DROP_PKTS, G_RETX_PKTS, G_RETX_UNITS, G_RTOS, G_SENT_BYTES,
                      G_SENT_PKTS, G_TLPS, G_WIRE_BYTES, G_WIRE_PKTS, INF, MAX_TCP_HEADER_1, PK_FLAGS, PK_FLOW,
-                     PK_IPID, PK_IPLEN, PK_LEN, PK_RETX, PK_SEQ, PK_TS, P_GSO, P_GSO_MAX_SEGS, P_GSO_MAX_SIZE,
+                     PK_IPID, PK_IPLEN, PK_LEN, PK_RETX, PK_SEQ, PK_SKB_LEN, PK_SKB_SEGS, PK_TS, P_GSO, P_GSO_MAX_SEGS, P_GSO_MAX_SIZE,
                      P_MAX_RTO, P_MIN_RTO, P_NIC, P_NIC_RATE, P_PRR_UNA, P_PSH_GSO, P_RTX_TSO, P_RWND, P_SACK, P_THL,
                      P_TLP, P_TS, P_TSO, P_UCAP, ST_LOSS, ST_OPEN, ST_RECOVERY, TK_NONE, TK_RTO, TK_TLP, UF_EVER,
                      UF_HEAD, UF_LOST, UF_RETRANS, UF_SACKED)
@@ -178,6 +178,8 @@ def _emit(W, f, now, seq, length, retx):
         PK[q, PK_IPID] = segment_ip_id(ipid, k, 0, ecode)
         PK[q, PK_RETX] = retx
         PK[q, PK_IPLEN] = 20 + thl + pay
+        PK[q, PK_SKB_SEGS] = n if k == 0 else 0
+        PK[q, PK_SKB_LEN] = length if k == 0 else 0
         done = start + ser_ns(20 + thl + pay + 14, P[P_NIC_RATE])
         start = done
         rec_pkt(W, 1, done, q, 0, 0, 0, 0)
