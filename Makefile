@@ -14,15 +14,25 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# `make lab` needs the kit and JupyterLab/Voila; `make test` adds the test, browser and docs extras.
+# `make lab` needs the kit and JupyterLab/Voila; `make test` adds the test, browser, docs and dask extras.
+# An editable install does not lay down the wheel's data files (the Voila template and the
+# config that makes it the default): link them into the venv where the wheel installs them.
+define link-jupyter-data
+	mkdir -p $(VENV)/share/jupyter/voila/templates $(VENV)/etc/jupyter
+	ln -sfn $(CURDIR)/offloadkit/ui/jupyter/voila/templates/offloadkit $(VENV)/share/jupyter/voila/templates/offloadkit
+	ln -sfn $(CURDIR)/offloadkit/ui/jupyter/config/voila.json $(VENV)/etc/jupyter/voila.json
+endef
+
 $(VENV)/.installed-lab: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[lab]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	$(link-jupyter-data)
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[lab,test,browser,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[lab,test,browser,docs,dask]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	$(link-jupyter-data)
 	touch $@ $(VENV)/.installed-lab
 
 # Debian tools the tests use (real tcpdump/tshark oracles, the kernel lab, the browser).
