@@ -34,7 +34,7 @@ def test_lab_takes_jupyter_options_and_allows_root_only_as_root(tmp_path):
 def test_test_target_lints_runs_the_suite_and_checks_the_wheel(tmp_path):
     lines = dry("test", venv=tmp_path / "v")
     text = "\n".join(lines)
-    assert "'.[lab,test,browser,docs]'" in text and "ruff check ." in text
+    assert "'.[lab,test,browser,docs,dask]'" in text and "ruff check ." in text
     order = [next(i for i, line in enumerate(lines) if key in line)
              for key in ("ruff check", "offloadkit warmup", "pytest tests", ".ci/wheel-check")]
     assert order == sorted(order)
