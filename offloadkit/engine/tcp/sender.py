@@ -239,7 +239,8 @@ def _tcp_mtu_probe(W, f, now):
 #: Tcp.tso_defer's forms of tcp_tso_should_defer (0: not modelled)
 TSO_DEFER_JIFFIES, TSO_DEFER_EDT, TSO_DEFER_ACK_1MS = 1, 2, 3
 TCP_TSO_WIN_DIVISOR = 3          # net.ipv4.tcp_tso_win_divisor's default
-NSEC_PER_MSEC = 1_000_000        # also one jiffy at HZ=1000 (the 4.4-4.19 "last write was recent" test)
+NSEC_PER_MSEC = 1_000_000
+JIFFY_NS = 4_000_000             # CONFIG_HZ=250 (Debian's, Ubuntu's and the lab kernel's): 4.4-4.19's lsndtime
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -251,9 +252,9 @@ def tcp_tso_should_defer(W, f, now, segs, tso):
     room min(cwnd - in_flight, receive window) takes a full ``tso``-segment
     skb, or the whole skb when it is not the last one, or a third of
     min(rwnd, cwnd) (tcp_tso_win_divisor); and when the next ACK is not due
-    soon: the oldest unacked skb went out less than srtt/2 ago (before 6.18),
-    the ACK it brings is due in over min(srtt/2, 1 ms) (6.18: "fix
-    tcp_tso_should_defer() vs large RTT"). Otherwise defer: an ACK calls
+    soon: the oldest unacked skb went out less than srtt/2 ago (before 6.18)
+    or, in 6.18 ("fix tcp_tso_should_defer() vs large RTT"), the ACK it
+    brings is due in over min(srtt/2, 1 ms). Otherwise defer: an ACK calls
     ``send`` again.
     """
     P = W.P
@@ -263,7 +264,7 @@ def tcp_tso_should_defer(W, f, now, segs, tso):
         return False
     last = F[f, F_WSTAMP]
     if form == TSO_DEFER_JIFFIES:
-        if now // NSEC_PER_MSEC > last // NSEC_PER_MSEC:
+        if now // JIFFY_NS > last // JIFFY_NS:
             return False
     elif now - last > NSEC_PER_MSEC:
         return False
