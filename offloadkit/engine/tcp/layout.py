@@ -28,7 +28,8 @@ P_FIELDS = ("flows", "total", "end_ns", "mss", "thl", "ts", "sack", "cc", "iw", 
             "gso_max_segs", "gro", "budget", "napi_delay", "gro_max", "rec_limit", "sample_ns", "ucap", "ocap",
             "rev_delay", "psh_gso", "nhops", "npoints", "pkcap", "akcap", "hcap", "rxcap", "qcap", "base_rtt",
             "max_events", "seed", "rtx_tso", "reo_timer", "prr_una", "rack_time", "fack", "ofo_quick", "mtu_probing",
-            "base_mss", "tso_defer")
+            "base_mss", "tso_defer",
+            "loss_timers")
 # hop table HP columns
 HP_FIELDS = ("rate", "delay", "mtu", "over", "qpkts", "qbytes", "icmp", "encap", "labels", "whole")
 # global counters G; rows recorded per capture point follow at G_RECN
