@@ -81,6 +81,10 @@ class Tcp:
     jiffy); 2: 4.20-6.17 (last write under 1 ms ago, tcp_wstamp_ns); 3: 6.18
     (the ACK is due within min(srtt/2, 1 ms) rather than srtt/2 since the
     oldest skb went out); 0: never defer.
+    ``loss_timers``: the form of the loss-probe and RACK reordering timers
+    (``engine.tcp.jiffies``): 0 Linux < 4.13, exact, PTO max(2 srtt, 10 ms);
+    1 4.13-6.6, in ticks of HZ=250 plus 2 ticks; 2 6.7+, in ticks after
+    adding 2 ms. At microsecond RTTs a probe or a reordering wait costs 4-8 ms.
     ``rack_reo_timer``: Linux >= 4.11 arms RACK's reordering timer, so a loss
     revealed by a SACK is repaired after RTT + min_rtt/4 without waiting for
     another ACK, a probe or the RTO; 4.4-4.10 only look at ACK arrival.
@@ -125,6 +129,7 @@ class Tcp:
     psh_on_gso: bool = True
     tso_retransmits: bool = True
     tso_defer: int = 3
+    loss_timers: int = 2
     rack_reo_timer: bool = True
     prr_ss_una: bool = True
     rack_time_based: bool = True
@@ -137,6 +142,9 @@ class Tcp:
         _check_bools(self)
         if self.mtu_probing not in (0, 1, 2) or isinstance(self.mtu_probing, bool):
             raise ValueError(f"mtu_probing {self.mtu_probing!r}: net.ipv4.tcp_mtu_probing is 0, 1 or 2")
+        if self.loss_timers not in (0, 1, 2) or isinstance(self.loss_timers, bool):
+            raise ValueError(f"loss_timers {self.loss_timers!r}: the TLP/RACK timer form is 0 (Linux < 4.13), "
+                             "1 (4.13-6.6) or 2 (6.7+)")
         if self.tso_defer not in (0, 1, 2, 3) or isinstance(self.tso_defer, bool):
             raise ValueError(f"tso_defer {self.tso_defer!r}: the tcp_tso_should_defer form is 0 (off), "
                              "1 (Linux 4.4-4.19), 2 (4.20-6.17) or 3 (6.18)")
@@ -189,6 +197,7 @@ def kernel_rules(version: str | None = None) -> dict:
         raise ValueError(f"kernel {version!r}: give a Linux release X.Y from 4.4 to {NEWEST_KERNEL} "
                          f"(e.g. {', '.join(KERNELS[::3])})")
     return {"tso_retransmits": v >= (4, 7), "tso_defer": 3 if v >= (6, 18) else 2 if v >= (4, 20) else 1,
+            "loss_timers": 2 if v >= (6, 7) else 1 if v >= (4, 13) else 0,
             "rack_time_based": v >= (4, 10), "rack_reo_timer": v >= (4, 11),
             "fack": v <= (4, 14), "ofo_quickack": v < (4, 18), "psh_on_gso": v >= (5, 4),
             "prr_ss_una": v >= (5, 12)}

@@ -25,6 +25,7 @@ from ...codes import ACK, PSH
 from ..segment import (NIC_DROP_GSO, NIC_SW_GSO, nic_chunk_size, nic_effective, segment_flags, segment_ip_id,
                        segment_payload, segments_for)
 from .congestion import cc_ssthresh, cong_avoid, hystart
+from .jiffies import JIFFY_NS, tcp_schedule_loss_probe
 from .layout import (AK_ACK, AK_N, AK_S0, AK_TSECR, CC_CUBIC, EV_HOP, EV_TIMER, FF_EPOCH, FP_CC, F_BACKOFF, F_CWND,
                      F_CWND_CNT, F_DUPACKS, F_HIGH_LOST_U, F_HIGH_SACK_U, F_HIGH_SEQ, F_HS_FOUND, F_IPID, F_LOST,
                      F_MARK_PTR, F_MAXOUT, F_MTUP_ON, F_PMSS, F_PROBE_E, F_PROBE_MTU, F_PROBE_S, F_RTX_STAMP,
@@ -35,7 +36,7 @@ from .layout import (AK_ACK, AK_N, AK_S0, AK_TSECR, CC_CUBIC, EV_HOP, EV_TIMER, 
                      G_SENT_PKTS, G_TLPS, G_WIRE_BYTES, G_WIRE_PKTS, INF, MAX_TCP_HEADER_1, PK_FLAGS, PK_FLOW,
                      PK_IPID, PK_IPLEN, PK_LEN, PK_RETX, PK_SEQ, PK_SKB_LEN, PK_SKB_SEGS, PK_TS, P_GSO, P_GSO_MAX_SEGS, P_GSO_MAX_SIZE,
                      P_MAX_RTO, P_MIN_RTO, P_NIC, P_NIC_RATE, P_PRR_UNA, P_PSH_GSO, P_RTX_TSO, P_RWND, P_SACK, P_THL,
-                     P_TLP, P_TS, P_TSO, P_TSO_DEFER, P_UCAP, ST_LOSS, ST_OPEN, ST_RECOVERY, TK_NONE, TK_RTO, TK_TLP, UF_EVER,
+                     P_LOSS_TIMERS, P_TLP, P_TS, P_TSO, P_TSO_DEFER, P_UCAP, ST_LOSS, ST_OPEN, ST_RECOVERY, TK_NONE, TK_RTO, TK_TLP, UF_EVER,
                      UF_HEAD, UF_LOST, UF_RETRANS, UF_SACKED)
 from .mtu import MTUP_BLACKHOLE_NS, TCP_PROBE_THRESHOLD, tcp_mtu_probing, tcp_mtup_probe_success, tcp_sync_mss
 from .recovery import (find_unit, in_flight, mark_lost, mark_one, prr, rack_update, recovery_state, skip_sacked,
@@ -77,11 +78,9 @@ def set_timer(W, f, now):
         return
     rto = _rto_eff(W, f)
     if P[P_TLP] and F[f, F_STATE] == ST_OPEN and F[f, F_TLP_HIGH] < 0 and P[P_SACK]:
-        pto = max(2 * F[f, F_SRTT], 10_000_000)
-        if out == 1:
-            pto = max(pto, 3 * F[f, F_SRTT] // 2 + P[P_MIN_RTO])
-        if pto < rto:
-            arm(W, f, TK_TLP, now + pto)
+        at = tcp_schedule_loss_probe(P[P_LOSS_TIMERS], now, F[f, F_SRTT], out == 1, P[P_MIN_RTO])
+        if at < now + rto:
+            arm(W, f, TK_TLP, at)
             return
     arm(W, f, TK_RTO, now + rto)
 
@@ -240,7 +239,6 @@ def _tcp_mtu_probe(W, f, now):
 TSO_DEFER_JIFFIES, TSO_DEFER_EDT, TSO_DEFER_ACK_1MS = 1, 2, 3
 TCP_TSO_WIN_DIVISOR = 3          # net.ipv4.tcp_tso_win_divisor's default
 NSEC_PER_MSEC = 1_000_000
-JIFFY_NS = 4_000_000             # CONFIG_HZ=250 (Debian's, Ubuntu's and the lab kernel's): 4.4-4.19's lsndtime
 
 
 @njit(cache=True, nogil=True, _nrt=False)
