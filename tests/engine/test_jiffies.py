@@ -4,7 +4,7 @@ import pytest
 from offloadkit.engine.tcp.jiffies import (JIFFY_NS, LOSS_TIMERS_EXACT, LOSS_TIMERS_TICKS, LOSS_TIMERS_US_MIN,
                                            tcp_rack_reo_expiry, tcp_schedule_loss_probe, timer_expiry,
                                            usecs_to_jiffies)
-from offloadkit.sim.scenario import Tcp, kernel_rules
+from offloadkit.sim.scenario import Tcp
 
 MS = 1_000_000
 
@@ -32,12 +32,6 @@ def test_reordering_timer_forms():
     assert tcp_rack_reo_expiry(LOSS_TIMERS_EXACT, now, wait) == now + wait
     assert 3 * JIFFY_NS < tcp_rack_reo_expiry(LOSS_TIMERS_TICKS, now, wait) - now <= 4 * JIFFY_NS
     assert JIFFY_NS < tcp_rack_reo_expiry(LOSS_TIMERS_US_MIN, now, wait) - now <= 2 * JIFFY_NS
-
-
-@pytest.mark.parametrize("version, form", [("4.4", 0), ("4.12", 0), ("4.13", 1), ("6.6", 1), ("6.7", 2),
-                                           ("6.18", 2)])
-def test_the_version_forms(version, form):
-    assert kernel_rules(version)["loss_timers"] == form
 
 
 def test_the_form_is_checked():

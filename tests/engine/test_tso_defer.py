@@ -3,7 +3,7 @@ import dataclasses
 
 import pytest
 
-from offloadkit.sim.scenario import Scenario, Tcp, kernel_rules
+from offloadkit.sim.scenario import Scenario, Tcp
 from offloadkit.sim.simulate import simulate
 
 
@@ -29,12 +29,6 @@ def test_without_tso_nothing_is_deferred():
     a, b = (simulate(_tbf(f, tso=False, gso=False)) for f in (0, 3))
     assert (a.sent_packets, a.retransmits) == (b.sent_packets, b.retransmits)
     assert _mean_skb(a) <= 1448
-
-
-@pytest.mark.parametrize("version, form", [("4.4", 1), ("4.19", 1), ("4.20", 2), ("5.4", 2), ("6.12", 2),
-                                           ("6.18", 3)])
-def test_the_version_forms(version, form):
-    assert kernel_rules(version)["tso_defer"] == form
 
 
 def test_the_form_is_checked():
