@@ -26,6 +26,7 @@ from .. import codes
 from ..engine import csum_math
 from ..engine import tcp as K
 from ..engine.gro import GroParams, gro
+from ..engine.tcp.world import gather_columns
 from .pack import pack
 from .scenario import Hop, Scenario
 from ..trace import MAX_SACK_BLOCKS, Trace
@@ -223,6 +224,29 @@ def _flow_constants(sc: Scenario):
     return isn_s, isn_r, ts_s, ts_r
 
 
+def _record_order(R: np.ndarray) -> np.ndarray:
+    """Recorded rows by capture point, then time, then recording order (one stable sort of one key)."""
+    return np.argsort((R[:, K.R_POINT] << 44) | R[:, K.R_TIME], kind="stable")   # event times < 2**43 ns
+
+
+def _merge_tail(first: Trace, k: int, second: Trace) -> tuple[dict, np.ndarray]:
+    """Columns of ``first[:k]``, then ``first[k:]`` and ``second`` merged by time (``first``'s rows before
+    ``second``'s at equal times), each column written once; also the row each of ``first[k:]`` went to."""
+    n1 = len(first) - k
+    order = np.argsort(np.concatenate([first.time_ns[k:], second.time_ns]), kind="stable")
+    at = np.empty(len(order), np.int64)
+    at[order] = np.arange(k, k + len(order))
+    a1, a2 = at[:n1], at[n1:]
+    cols = {}
+    for name, c1 in first.columns.items():
+        out = np.empty((k + len(order),) + c1.shape[1:], c1.dtype)
+        out[:k] = c1[:k]
+        out[a1] = c1[k:]
+        out[a2] = second.columns[name]
+        cols[name] = out
+    return cols, a1
+
+
 def assemble(sc: Scenario, W: K.World) -> Result:
     G = W.G
     nh = len(sc.path)
@@ -230,10 +254,8 @@ def assemble(sc: Scenario, W: K.World) -> Result:
     npts = len(names)
     nrows = int(W.G[K.G_RECTOT])
     R = W.REC[:nrows]
-    rec_time, rec_point = R[:, K.R_TIME], R[:, K.R_POINT]
     isn_s, isn_r, ts_s, ts_r = _flow_constants(sc)
-    rx_name = "_rx"
-    points = names + (rx_name,)
+    points = names + ("_rx",)
     l2 = np.array([14, 14] + [h.frame_overhead_bytes for h in sc.path] + [14, 14], np.int16)
     enc = np.array([0, 0] + [h.encap_bits for h in sc.path] + [0, 0], np.uint8)
     sw_partial = (not sc.nic.tso) and sc.nic.gso and sc.nic.tx_csum
@@ -241,22 +263,19 @@ def assemble(sc: Scenario, W: K.World) -> Result:
                      codes.CSUM_PARTIAL if sw_partial else codes.CSUM_NONE] + [codes.CSUM_NONE] * nh
                     + [codes.CSUM_NONE, codes.CSUM_NONE], np.uint8)
     recv_code = npts - 1
-    rx_rows = rec_point == npts                     # the hidden point: what each NAPI poll took
-    recv_data = (rec_point == recv_code) & (R[:, K.R_DIR] == 0)
-    keep = ~rx_rows & ~recv_data
+    order = _record_order(R)
+    pt, data = R[order, K.R_POINT], R[order, K.R_DIR] == 0
+    rx_rows = pt == npts                            # the hidden point: what each NAPI poll took
+    recv_data = (pt == recv_code) & data
 
-    def columns_of(mask):
-        """The recorded rows under ``mask`` by point, then time, as one contiguous row per column (R_*)."""
-        idx = np.flatnonzero(mask)
-        idx = idx[np.lexsort((idx, rec_time[idx], rec_point[idx]))]
-        return np.ascontiguousarray(R[idx].T)
+    def trace_of(mask):
+        rows = order[mask]
+        C = np.empty((K.R_COLS, len(rows)), np.int64)
+        gather_columns(R, rows, C)                 # one contiguous row per column (R_*)
+        return _rows_to_trace(sc, C, points, isn_s, isn_r, ts_s, ts_r, l2, enc, csum), C
 
-    def trace_of(mask, C=None):
-        C = columns_of(mask) if C is None else C
-        return _rows_to_trace(sc, C, points, isn_s, isn_r, ts_s, ts_r, l2, enc, csum)
-
-    loop_recv = trace_of(recv_data).with_point(names[-1])
-    rx = trace_of(rx_rows)
+    loop_recv = trace_of(recv_data)[0]
+    rx = trace_of(rx_rows)[0]
     # kernel-exact GRO over what each NAPI poll took (one poll = one timestamp)
     if len(rx):
         ip_c, tcp_c = csum_math.trace_checksums(rx, True)
@@ -266,22 +285,22 @@ def assemble(sc: Scenario, W: K.World) -> Result:
                        max_size=rxp.gro_max_size, rx_csum=rxp.rx_csum, verify_ip_csum=False,
                        hz=1000)                   # the loop's NAPI model flushes old packets at HZ 1000
     recv = (gro(rx, params).out if len(rx) else rx).with_point(names[-1])
-    C_keep = columns_of(keep)
-    others = trace_of(keep, C_keep)
+    others, C_keep = trace_of(~rx_rows & ~recv_data)
     if len(others):
         # header checksums as a capture would show them: the pseudo-header sum while CHECKSUM_PARTIAL
-        ip_c, full_c = csum_math.trace_checksums(others, True)
-        _, pseudo_c = csum_math.trace_checksums(others, False)
-        others = others.replace(ip_csum=ip_c, tcp_csum=np.where(others.csum_state == codes.CSUM_PARTIAL,
-                                                                  pseudo_c, full_c))
+        ip_c, tcp_c = csum_math.trace_checksums(others, True)
+        part = np.flatnonzero(others.csum_state == codes.CSUM_PARTIAL)
+        if len(part):
+            tcp_c[part] = csum_math.trace_checksums(others[part], False)[1]
+        others = others.replace(ip_csum=ip_c, tcp_csum=tcp_c)
     # rows are by point, then time; only the receiver point mixes two sources (its ACKs, GRO's output)
     k = int(np.searchsorted(others.point, recv_code))
-    tail = Trace.concat([others[k:], recv])
-    by_time = np.lexsort((np.arange(len(tail)), tail.time_ns))
-    trace = Trace.concat([others[:k], tail[by_time]])
-    trace = Trace(trace.columns, tuple(names), {"scenario": sc})     # the hidden point's rows are gone
-    retx_keep = C_keep[K.R_RETX] != 0
-    retx = np.concatenate([retx_keep[:k], np.concatenate([retx_keep[k:], np.zeros(len(recv), bool)])[by_time]])
+    cols, at = _merge_tail(others, k, recv)
+    trace = Trace(cols, tuple(names), {"scenario": sc})     # the hidden point's rows are gone
+    retx = np.zeros(len(trace), bool)
+    retx[:k] = C_keep[K.R_RETX, :k] != 0
+    retx[at] = C_keep[K.R_RETX, k:] != 0
+    loop_recv = loop_recv.with_point(names[-1])
 
     flows_done = W.F[:, K.F_DONE_NS].copy()
     delivered = int(G[K.G_DELIV])
