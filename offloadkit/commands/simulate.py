@@ -1,7 +1,8 @@
 """``offloadkit simulate``: TCP flows over one bottleneck hop through the offload engine.
 
 Prints goodput, retransmissions, drops by reason and the segment sizes seen
-at each capture point; ``--json`` prints the same as one JSON object.
+at each capture point; ``--json`` prints the same as one JSON object. The
+simulator (numba) is imported when the verb runs, not for ``--help``.
 """
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ import dataclasses
 import json
 import sys
 
+from ..codes import KERNELS, NEWEST_KERNEL, NIC_MODELS
 from ..errors import UsageError
-from ..engine.segment import NIC_MODELS
-from ..sim.scenario import KERNELS, NEWEST_KERNEL, Scenario
 from ..units import parse_rate, parse_size, parse_time
 
 
@@ -56,7 +56,9 @@ def configure(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON object")
 
 
-def scenario_from_args(args) -> Scenario:
+def scenario_from_args(args):
+    """The Scenario the flags describe."""
+    from ..sim.scenario import Scenario
     duration = parse_time(args.duration) if args.duration else None
     nbytes = parse_size(args.bytes) if args.bytes else None
     if duration is None and nbytes is None:
