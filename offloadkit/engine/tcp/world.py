@@ -199,15 +199,6 @@ def rec_ack(W, point, t, aid):
     R[r, R_IPLEN] = 20 + thl
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def gather_columns(REC, rows, C):
-    """``C[k, j] = REC[rows[j], k]``: the recorded rows ``rows`` as one contiguous array per column."""
-    for j in range(len(rows)):
-        r = rows[j]
-        for k in range(R_COLS):
-            C[k, j] = REC[r, k]
-
-
 # -- building the arrays ----------------------------------------------------------
 
 def _pow2(n: int) -> int:
