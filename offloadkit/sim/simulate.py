@@ -1,7 +1,8 @@
 """``simulate(scenario) -> Result``: run the TCP event loop and assemble what it saw.
 
 The loop (``engine.tcp``) records packets as integer rows; here they become
-one :class:`~offloadkit.trace.Trace` with a capture point per stage:
+one :class:`~offloadkit.trace.Trace` (one numba pass, ``engine.tcp.rows``, writes
+each row into its place) with a capture point per stage:
 ``scenario.point_names`` = sender (super-packets as TCP built them), wire
 (after the NIC segmented them), one per hop (as the packet leaves the hop),
 receiver (what the stack sees after GRO, and the ACKs it sends).
@@ -171,7 +172,8 @@ def run(sc: Scenario) -> K.World:
 
 # -- turning rows into Traces ----------------------------------------------------
 
-def _flow_constants(sc: Scenario):
+def flow_constants(sc: Scenario):
+    """Per flow: the sender's and receiver's ISNs and TSval bases, drawn from the scenario's seed."""
     rng = np.random.default_rng(sc.seed)
     isn_s = rng.integers(0, 2**32, sc.flows, dtype=np.int64)
     isn_r = rng.integers(0, 2**32, sc.flows, dtype=np.int64)
@@ -195,7 +197,7 @@ def _row_constants(sc: Scenario) -> tuple:
                      codes.CSUM_PARTIAL if sw_partial else codes.CSUM_NONE] + [codes.CSUM_NONE] * nh
                     + [codes.CSUM_NONE, codes.CSUM_NONE], np.int64)
     rwin = min(sc.tcp.rwnd_bytes >> 7, 65535)
-    return (*_flow_constants(sc), sc.base_rtt_ns // 2, bool(sc.tcp.timestamps), rwin, l2, enc, csum,
+    return (*flow_constants(sc), sc.base_rtt_ns // 2, bool(sc.tcp.timestamps), rwin, l2, enc, csum,
             SENDER_IP, RECEIVER_IP, DPORT, DATA_WINDOW)
 
 
@@ -217,7 +219,7 @@ def _rows_trace(R: np.ndarray, rows: np.ndarray, points: tuple, consts: tuple) -
 
 
 def assemble(sc: Scenario, W: K.World) -> Result:
-    G = W.G
+    """The Result of a finished loop: every capture point's rows as one Trace, and the counters."""
     names = sc.point_names
     npts = len(names)
     R = W.REC[:int(W.G[K.G_RECTOT])]
@@ -267,6 +269,12 @@ def assemble(sc: Scenario, W: K.World) -> Result:
     retx = np.zeros(len(trace), bool)
     retx[dest] = R[keep, K.R_RETX] != 0
 
+    return result_of(sc, W, trace, loop_recv, retx)
+
+
+def result_of(sc: Scenario, W: K.World, trace: Trace, loop_receiver: Trace, retransmission: np.ndarray) -> Result:
+    """The Result of a run: its counters and series from ``W``, with the assembled traces."""
+    G = W.G
     flows_done = W.F[:, K.F_DONE_NS].copy()
     delivered = int(G[K.G_DELIV])
     if sc.duration_ns is not None and (None in sc.flow_bytes or (flows_done < 0).any()):
@@ -300,7 +308,7 @@ def assemble(sc: Scenario, W: K.World) -> Result:
         events=int(G[K.G_EVENTS]), series_time_ns=W.SM[0, :k].copy(), series_delivered_bytes=W.SM[1, :k].copy(),
         series_cwnd=W.SM[2:2 + sc.flows, :k].copy(), series_ssthresh=W.SM[2 + sc.flows:, :k].copy(),
         mss_bytes=sc.mss_bytes,
-        loop_receiver=loop_recv, retransmission=retx, warnings=tuple(warnings),
+        loop_receiver=loop_receiver, retransmission=retransmission, warnings=tuple(warnings),
     )
 
 

@@ -13,7 +13,7 @@ from offloadkit.engine import csum_math
 from offloadkit.engine import tcp as K
 from offloadkit.engine.gro import GroParams, gro
 from offloadkit.sim.scenario import Scenario
-from offloadkit.sim.simulate import DATA_WINDOW, DPORT, OVERFLOW_NAMES, RECEIVER_IP, SENDER_IP, HopStats, Result
+from offloadkit.sim.simulate import DATA_WINDOW, DPORT, RECEIVER_IP, SENDER_IP, Result, flow_constants, result_of
 from offloadkit.trace import MAX_SACK_BLOCKS, Trace
 
 
@@ -61,24 +61,14 @@ def _rows_to_trace(sc: Scenario, C: np.ndarray, points: tuple[str, ...], isn_s, 
     )
 
 
-def _flow_constants(sc: Scenario):
-    rng = np.random.default_rng(sc.seed)
-    isn_s = rng.integers(0, 2**32, sc.flows, dtype=np.int64)
-    isn_r = rng.integers(0, 2**32, sc.flows, dtype=np.int64)
-    ts_s = rng.integers(0, 2**31, sc.flows, dtype=np.int64)
-    ts_r = rng.integers(0, 2**31, sc.flows, dtype=np.int64)
-    return isn_s, isn_r, ts_s, ts_r
-
-
 def assemble(sc: Scenario, W: K.World) -> Result:
-    G = W.G
     nh = len(sc.path)
     names = sc.point_names
     npts = len(names)
     nrows = int(W.G[K.G_RECTOT])
     R = W.REC[:nrows]
     rec_time, rec_point = R[:, K.R_TIME], R[:, K.R_POINT]
-    isn_s, isn_r, ts_s, ts_r = _flow_constants(sc)
+    isn_s, isn_r, ts_s, ts_r = flow_constants(sc)
     rx_name = "_rx"
     points = names + (rx_name,)
     l2 = np.array([14, 14] + [h.frame_overhead_bytes for h in sc.path] + [14, 14], np.int16)
@@ -130,39 +120,4 @@ def assemble(sc: Scenario, W: K.World) -> Result:
     retx_keep = C_keep[K.R_RETX] != 0
     retx = np.concatenate([retx_keep[:k], np.concatenate([retx_keep[k:], np.zeros(len(recv), bool)])[by_time]])
 
-    flows_done = W.F[:, K.F_DONE_NS].copy()
-    delivered = int(G[K.G_DELIV])
-    if sc.duration_ns is not None and (None in sc.flow_bytes or (flows_done < 0).any()):
-        duration = int(sc.duration_ns)
-    elif (flows_done >= 0).all():
-        duration = int(flows_done.max())
-    else:
-        duration = int(G[K.G_NOW])
-    goodput = delivered * 8e9 / duration if duration > 0 else 0.0
-    drops = {codes.DROP_NAMES[c]: int(W.DROPS[c, 0]) for c in codes.DROP_NAMES if c and W.DROPS[c, 0]}
-    drop_bytes = {codes.DROP_NAMES[c]: int(W.DROPS[c, 1]) for c in codes.DROP_NAMES if c and W.DROPS[c, 0]}
-    hops = tuple(HopStats(h.name, *[int(v) for v in W.HS[i, :K.HS_LEN]]) for i, h in enumerate(sc.path))
-    k = int(G[K.G_SMPN])
-    warnings = []
-    ov = int(G[K.G_OVERFLOW])
-    if ov:
-        full = ", ".join(name for bit, name in OVERFLOW_NAMES.items() if ov & bit)
-        warnings.append(f"PARTIAL RESULT: the simulation ran out of room ({full}); the numbers are incomplete. "
-                        f"Simulate less (bytes, duration, flows) or report the scenario as a bug")
-    if None not in sc.flow_bytes and sc.duration_ns is None and (flows_done < 0).any():
-        warnings.append("a flow did not finish within one hour of simulated time")
-    return Result(
-        scenario=sc, trace=trace, goodput_bps=goodput, delivered_bytes=delivered, duration_ns=duration,
-        completion_ns=flows_done, flow_delivered_bytes=W.F[:, K.F_DELIVERED].copy(),
-        retransmits=int(G[K.G_RETX_UNITS]), retransmit_packets=int(G[K.G_RETX_PKTS]),
-        tlp_probes=int(G[K.G_TLPS]), rtos=int(G[K.G_RTOS]), recoveries=int(G[K.G_RECOV]),
-        drops=drops, drop_bytes=drop_bytes, hops=hops, sent_packets=int(G[K.G_SENT_PKTS]),
-        sent_bytes=int(G[K.G_SENT_BYTES]), wire_packets=int(G[K.G_WIRE_PKTS]), wire_bytes=int(G[K.G_WIRE_BYTES]),
-        nic_dropped_bytes=int(G[K.G_NIC_DROP_BYTES]), received_packets=int(G[K.G_RX_PKTS]),
-        gro_packets=int(G[K.G_GRO_PKTS]), acks=int(G[K.G_ACKS]), icmp_messages=int(G[K.G_ICMPS]),
-        events=int(G[K.G_EVENTS]), series_time_ns=W.SM[0, :k].copy(), series_delivered_bytes=W.SM[1, :k].copy(),
-        series_cwnd=W.SM[2:2 + sc.flows, :k].copy(), series_ssthresh=W.SM[2 + sc.flows:, :k].copy(),
-        mss_bytes=sc.mss_bytes,
-        loop_receiver=loop_recv, retransmission=retx, warnings=tuple(warnings),
-    )
-
+    return result_of(sc, W, trace, loop_recv, retx)
