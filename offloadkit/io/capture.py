@@ -28,6 +28,7 @@ from ..packet.decode import decode, payload_bytes
 from ..packet.link import LINKTYPE_ETHERNET, supported, supported_names
 from ..trace import Trace
 from . import pcap, pcapng
+from .batch import Batch, read_batch
 from .records import (
     ERR_BAD_CAPLEN,
     STDIO,
@@ -216,7 +217,7 @@ def decode_eth_ipv4_tcp(data, off, cap, orig, status, src_ip, dst_ip, sport, dpo
                 csum_state[i] = 3
 
 
-_FAST_COLUMNS = ("src_ip", "dst_ip", "sport", "dport", "seq", "ack", "payload_len", "flags", "window",
+FAST_COLUMNS = ("src_ip", "dst_ip", "sport", "dport", "seq", "ack", "payload_len", "flags", "window",
                  "urg_ptr", "tcp_hlen", "opt_mss", "opt_sackok", "opt_ts", "tsval", "tsecr", "opt_wscale",
                  "sack_n", "sack", "ip_id", "ttl", "tos", "df", "frag", "ip_hlen", "ip_len", "ip_csum",
                  "l2_bytes", "encap", "vlan_tci", "tcp_csum", "csum_bad", "csum_state", "truncated")
@@ -308,7 +309,7 @@ def _read_pcap(data: np.ndarray, res: CaptureResult, stats: Stats, fast: bool, w
         t = Trace.empty(n)
         cols = t.columns
         status = np.empty(n, np.uint8)
-        decode_eth_ipv4_tcp(data, off, cap, orig, status, *[cols[k] for k in _FAST_COLUMNS])
+        decode_eth_ipv4_tcp(data, off, cap, orig, status, *[cols[k] for k in FAST_COLUMNS])
         cols["time_ns"][:] = times
         cols["frame"][:] = np.arange(1, n + 1)
         keep = status == 0
@@ -385,21 +386,37 @@ def load_records(path) -> tuple[list[Record], CaptureResult]:
     Refused: a missing path, a directory, a file that is not pcap/pcapng, one whose
     interfaces all have link types the kit does not read. A damaged file keeps the
     records before the damage (``res.error`` says where)."""
+    _check_path(path)
+    records, res = read_records(path)
+    _check_result(path, res, len(records))
+    return records, res
+
+
+def load_batch(path) -> tuple[Batch, CaptureResult]:
+    """:func:`load_records` as a :class:`io.batch.Batch` (the same checks, the same one-line refusals)."""
+    _check_path(path)
+    batch, res = read_batch(path)
+    _check_result(path, res, len(batch))
+    return batch, res
+
+
+def _check_path(path) -> None:
     p = Path(path)
     if str(path) != STDIO and not p.exists():
         raise UsageError(f"{path}: no such file")
     if p.is_dir():
         raise UsageError(f"{path} is a directory, not a pcap or pcapng file")
-    records, res = read_records(path)
+
+
+def _check_result(path, res: CaptureResult, n: int) -> None:
     if res.format == "unknown":
         raise UsageError(f"{path} is not a pcap or pcapng file (it does not start with a pcap or pcapng "
                          f"header)")
     if res.linktypes and not any(supported(lt) for lt in res.linktypes):
         lts = ", ".join(str(lt) for lt in sorted(set(res.linktypes)))
         raise UsageError(f"{path} has link type {lts}; offloadkit reads {supported_names()}")
-    if res.error and not records:
+    if res.error and not n:
         raise UsageError(f"{path} cannot be read: {res.error}")
-    return records, res
 
 
 def write_capture(path, records: list[Record], like: CaptureResult) -> str:

@@ -1,0 +1,141 @@
+"""Packet records as arrays: one byte buffer plus per-record offset, lengths, time, link type, FCS.
+
+A :class:`Batch` is what the rewriters (``gro``, ``segment``) work on: numba
+kernels walk its arrays, Python touches it only for records the fast paths
+leave over (:meth:`Batch.record` gives one as a :class:`Record`). ``read_batch``
+fills it from a pcap (the numba record walker, no copy of the bytes) or a pcapng
+(the block walker); ``write_batch`` writes one back as ``io.capture.write_capture``
+would write its records (a pcap written by a numba kernel when it can hold them,
+else pcapng).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from . import pcap, pcapng
+from .records import ERR_BAD_CAPLEN, CaptureResult, Record, Stats, read_input, walk_error, write_output
+
+
+@dataclass
+class Batch:
+    """Records as arrays: ``data[off[i]:off[i] + cap[i]]`` is record i's captured bytes."""
+
+    data: np.ndarray        # uint8
+    off: np.ndarray         # int64
+    cap: np.ndarray         # int64
+    orig: np.ndarray        # int64, >= cap
+    time_ns: np.ndarray     # int64
+    linktype: np.ndarray    # int32
+    fcs: np.ndarray         # int32: FCS bytes at the end of each frame
+    frame: np.ndarray       # int64: 1-based record number in the input
+
+    def __len__(self) -> int:
+        return len(self.off)
+
+    def record(self, i: int) -> Record:
+        o, c = int(self.off[i]), int(self.cap[i])
+        return Record(int(self.frame[i]), int(self.time_ns[i]), int(self.linktype[i]),
+                      self.data[o:o + c].tobytes(), int(self.orig[i]), int(self.fcs[i]))
+
+    def records(self) -> list[Record]:
+        return [self.record(i) for i in range(len(self))]
+
+    @classmethod
+    def of_records(cls, recs: list[Record]) -> "Batch":
+        """A batch holding copies of ``recs``' bytes."""
+        n = len(recs)
+        cap = np.fromiter((len(r.data) for r in recs), np.int64, n)
+        off = np.zeros(n, np.int64)
+        if n:
+            off[1:] = np.cumsum(cap)[:-1]
+        data = np.frombuffer(b"".join(bytes(r.data) for r in recs), np.uint8) if n else np.zeros(0, np.uint8)
+        return cls(data, off, cap, np.fromiter((r.orig_len for r in recs), np.int64, n),
+                   np.fromiter((r.time_ns for r in recs), np.int64, n),
+                   np.fromiter((r.linktype for r in recs), np.int32, n),
+                   np.fromiter((r.fcs for r in recs), np.int32, n),
+                   np.fromiter((r.frame for r in recs), np.int64, n))
+
+
+def _pcap_batch(raw: bytes, res: CaptureResult) -> Batch:
+    data = np.frombuffer(raw, np.uint8)
+    h = pcap.Header(raw)
+    h.fill(res)
+    if not h.complete:
+        return Batch.of_records([])
+    empty = np.empty(0, np.int64)
+    n, end, err = pcap.walk_pcap(data, 24, h.swapped, h.rec_hdr, h.maxcap, False, empty, empty, empty, empty, empty)
+    off, cap, orig, sec, frac = (np.empty(n, np.int64) for _ in range(5))
+    pcap.walk_pcap(data, 24, h.swapped, h.rec_hdr, h.maxcap, True, off, cap, orig, sec, frac)
+    if err:
+        bad = None
+        if err == ERR_BAD_CAPLEN:
+            bad = int.from_bytes(raw[end + 8:end + 12], "big" if h.swapped else "little")
+        res.error = walk_error(err, n, end, bad)
+    res.records = n
+    return Batch(data, off, cap, np.maximum(orig, cap), sec * 1_000_000_000 + frac * h.mult,
+                 np.full(n, h.linktype, np.int32), np.full(n, h.fcs, np.int32), np.arange(1, n + 1, dtype=np.int64))
+
+
+def read_batch(path) -> tuple[Batch, CaptureResult]:
+    """:func:`io.capture.read_records` as a :class:`Batch` (same records, same result fields)."""
+    raw, name = read_input(path)
+    res = CaptureResult(None)
+    stats = Stats()
+    if len(raw) >= 4 and raw[:4] == pcapng.MAGIC:
+        batch = Batch.of_records(list(pcapng.records(raw, res, stats)))
+    elif pcap.is_pcap(raw):
+        batch = _pcap_batch(raw, res)
+    else:
+        batch = Batch.of_records([])
+        res.error = f"{name} is not a pcap or pcapng file"
+    res.records = len(batch)
+    res.messages = stats.notes()
+    if res.error:
+        res.messages.append(res.error)
+    return batch, res
+
+
+@njit(cache=True)
+def _pcap_body(data, off, cap, orig, time_ns, snaplen, nano, out):
+    """Write the pcap records (little-endian 16-byte headers + bytes) into ``out``; returns bytes written."""
+    p = 0
+    for i in range(len(off)):
+        c = min(cap[i], snaplen)
+        o = max(orig[i], c)
+        if o > 0xFFFFFFFF:
+            o = 0xFFFFFFFF
+        sec = time_ns[i] // 1_000_000_000
+        frac = time_ns[i] - sec * 1_000_000_000
+        if not nano:
+            frac //= 1000
+        for k, v in enumerate((sec, frac, c, o)):
+            for j in range(4):
+                out[p + 4 * k + j] = (v >> (8 * j)) & 0xFF
+        p += 16
+        out[p:p + c] = data[off[i]:off[i] + c]
+        p += c
+    return p
+
+
+def write_batch(path, b: Batch, like: CaptureResult) -> str:
+    """Write ``b`` as :func:`io.capture.write_capture` writes records; returns the format written."""
+    kinds = {(k >> 8, k & 0xFF) for k in np.unique((b.linktype.astype(np.int64) << 8) | b.fcs).tolist()}
+    if not kinds:
+        kinds = {(like.linktype, like.fcs[0] if like.fcs else 0)}
+    snaplen = min(max(like.snaplen, 1), pcap.SNAPLEN)
+    fits = not len(b) or (0 <= int(b.time_ns.min()) // 1_000_000_000
+                          and int(b.time_ns.max()) // 1_000_000_000 <= pcap.MAX_PCAP_SECONDS)
+    if len(kinds) == 1 and fits:
+        (lt, fcs), = kinds
+        head = np.frombuffer(pcap.header_bytes(lt, snaplen, like.nano, fcs), np.uint8)
+        size = 24 + 16 * len(b) + int(np.minimum(b.cap, snaplen).sum())
+        out = np.empty(size, np.uint8)
+        out[:24] = head
+        _pcap_body(b.data, b.off, b.cap, b.orig, b.time_ns, snaplen, bool(like.nano), out[24:])
+        write_output(path, out)
+        return "pcap-ns" if like.nano else "pcap"
+    pcapng.write_records(path, b.records(), snaplen, like.nano)
+    return "pcapng"
