@@ -6,10 +6,11 @@ import sys
 
 from ..engine.segment import NIC_MODELS, check_gso_size
 from ..errors import UsageError
-from ..io.capture import load_records, write_capture
+from ..io.batch import write_batch
+from ..io.capture import load_batch
 from ..io.records import STDIO
-from ..rewrite.segment import segment_records
-from .progress import add_progress_arg, bar
+from ..rewrite.segment import segment_batch
+from .progress import add_progress_arg, counter
 
 
 def configure(parser) -> None:
@@ -35,10 +36,12 @@ def run(args) -> int:
     except ValueError:
         raise UsageError(f"--mss {args.mss!r} is not a whole number of bytes") from None
     check_gso_size(mss)
-    records, info = load_records(args.input)
-    run = segment_records(records, mss, nic=args.nic, tx_csum=not args.no_tx_csum, fixed_id=args.fixed_id,
-                          progress=bar(args, len(records), "segment"))
-    fmt = write_capture(args.output, run.records, info)
+    batch, info = load_batch(args.input)
+    with counter(args, len(batch), "segment") as progress:
+        run = segment_batch(batch, mss, nic=args.nic, tx_csum=not args.no_tx_csum, fixed_id=args.fixed_id,
+                            progress=progress)
+    fmt = write_batch(args.output, run.records, info)
+    records = batch
     say = sys.stderr if args.output == STDIO else sys.stdout     # OUT '-' is the capture on stdout
     if info.error:
         print(f"offloadkit segment: warning: {args.input}: {info.error} Used the {len(records)} complete records.",

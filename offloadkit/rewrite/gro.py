@@ -112,18 +112,19 @@ def frame_hints(linktype: int, buf: bytes, orig_len: int, fcs: int = 0):
     return row, hint, lay
 
 
-def batch_to_trace(b: Batch, progress=None):
+def batch_to_trace(b: Batch, progress=None, fast_path: bool = True):
     """(Trace, GroHints, fast) for every record of ``b``; records GRO cannot read become pass-through rows.
 
     Plain Ethernet/IPv4/TCP records are decoded and hinted by numba kernels (``fast``
-    True); the others by :func:`frame_hints`. progress: a ``commands.progress`` counter."""
+    True); the others by :func:`frame_hints` (all of them when ``fast_path`` is False: the
+    reference the fast path is tested against). progress: a ``commands.progress`` counter."""
     n = len(b)
     trace = Trace.empty(n)
     c = trace.columns
     status = np.full(n, 2, np.uint8)
     if n:
         decode_eth_ipv4_tcp(b.data, b.off, b.cap, b.orig, status, *[c[k] for k in FAST_COLUMNS])
-    fast = (status == 0) & (b.linktype == LINKTYPE_ETHERNET) & (b.fcs == 0) & (c["encap"] == 0)
+    fast = (status == 0) & (b.linktype == LINKTYPE_ETHERNET) & (b.fcs == 0) & (c["encap"] == 0) & fast_path
     c["frame"][:] = np.arange(n)
     c["time_ns"][:] = b.time_ns
     c["csum_state"][fast] = codes.CSUM_NONE
@@ -216,9 +217,9 @@ class GroRun:
         return self.batch.records()
 
 
-def gro_batch(b: Batch, params: GroParams | None = None, progress=None) -> GroRun:
+def gro_batch(b: Batch, params: GroParams | None = None, progress=None, fast_path: bool = True) -> GroRun:
     """The records the stack sees after GRO, in delivery order, timestamped when delivered."""
-    trace, hints, fast = batch_to_trace(b, progress)
+    trace, hints, fast = batch_to_trace(b, progress, fast_path)
     res = gro(trace, params or GroParams(), hints)
     out = res.out
     m = len(out)
