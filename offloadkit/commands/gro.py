@@ -79,10 +79,9 @@ def run(args) -> int:
     fmt = write_batch(args.output, run.batch, info)
     n_in, n_out = len(batch), len(run.batch)
     say = sys.stderr if args.output == STDIO else sys.stdout     # OUT '-' is the capture on stdout
-    res = run.result
     summary = {"input": str(args.input), "output": str(args.output), "packets_in": n_in,
-               "packets_out": n_out, "merged": run.merged, "reasons": res.reason_counts(),
-               "software_checksum_bytes": res.passes.total_bytes(), "format": fmt}
+               "packets_out": n_out, "merged": run.merged, "reasons": run.reason_counts(),
+               "software_checksum_bytes": run.passes.total_bytes(), "format": fmt}
     if args.json:
         print(json.dumps(summary), file=say)
     else:

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import codes
-from ..engine.gro import GroHints, GroParams, GroResult, gro
+from ..engine.checksum import CsumPasses
+from ..engine.gro import O_FIRST, O_FLOR, O_TIME, GroHints, GroParams, prepare, run_kernel
 from ..io.batch import Batch
 from ..io.capture import FAST_COLUMNS, decode_eth_ipv4_tcp
 from ..io.records import Record
@@ -202,43 +203,57 @@ def merged_record(records: list[Record], layouts: list, rows: list[int], plens, 
 
 @dataclass
 class GroRun:
-    """What :func:`gro_batch` did: the output records, the input Trace and GRO's result."""
+    """What :func:`gro_batch` did: the output records, a GRO reason per input record, the checksum passes."""
 
     batch: Batch
-    trace: Trace
-    result: GroResult
+    reasons: np.ndarray
+    passes: CsumPasses
 
     @property
     def merged(self) -> int:
-        return int((self.result.reasons == codes.GRO_MERGED).sum())
+        return int((self.reasons == codes.GRO_MERGED).sum())
 
     @property
     def records(self) -> list[Record]:
         return self.batch.records()
 
+    def reason_counts(self) -> dict[str, int]:
+        vals, cnt = np.unique(self.reasons, return_counts=True)
+        return {codes.GRO_REASON_NAMES[int(v)]: int(c) for v, c in zip(vals, cnt)}
+
 
 def gro_batch(b: Batch, params: GroParams | None = None, progress=None, fast_path: bool = True) -> GroRun:
-    """The records the stack sees after GRO, in delivery order, timestamped when delivered."""
+    """The records the stack sees after GRO, in delivery order, timestamped when delivered.
+
+    Runs ``engine.gro``'s kernel on the decoded records (its output Trace is not built:
+    the records are written from the kernel's output table)."""
+    params = params or GroParams()
     trace, hints, fast = batch_to_trace(b, progress, fast_path)
-    res = gro(trace, params or GroParams(), hints)
-    out = res.out
-    m = len(out)
-    members = np.argsort(res.out_row, kind="stable")
+    prep = prepare(trace, params, hints)
+    reasons, owner, O = run_kernel(prep, params)
+    passes = prep["_passes"]
+    del prep
+    n, m = len(b), O.shape[1]
+    first = np.ascontiguousarray(O[O_FIRST])
+    pos = np.empty(n, np.int64)
+    pos[first] = np.arange(m)
+    out_row = pos[owner]
+    members = np.argsort(out_row, kind="stable")
     starts = np.zeros(m + 1, np.int64)
-    np.cumsum(np.bincount(res.out_row, minlength=m), out=starts[1:])
+    np.cumsum(np.bincount(out_row, minlength=m), out=starts[1:])
     mode = group_mode(members, starts, fast)
-    flags = out.flags.astype(np.int64)
-    side = _side_records(b, mode, members, starts, trace.payload_len, flags, out.time_ns)
     c = trace.columns
+    flags = c["flags"][first].astype(np.int64) | O[O_FLOR]
+    times = np.ascontiguousarray(O[O_TIME])
+    side = _side_records(b, mode, members, starts, c["payload_len"], flags, times)
     args = (b.data, b.off, b.cap, b.orig, c["l2_bytes"], c["ip_hlen"], c["tcp_hlen"], c["payload_len"], members,
             starts, mode, flags, *side)
     o_off, o_cap, o_orig = (np.empty(m, np.int64) for _ in range(3))
     size = build_output(*args, np.empty(0, np.uint8), o_off, o_cap, o_orig, False)
     buf = np.empty(size, np.uint8)
     build_output(*args, buf, o_off, o_cap, o_orig, True)
-    first = members[starts[:-1]]
-    return GroRun(Batch(buf, o_off, o_cap, o_orig, out.time_ns.astype(np.int64), b.linktype[first], b.fcs[first],
-                        b.frame[first]), trace, res)
+    return GroRun(Batch(buf, o_off, o_cap, o_orig, times, b.linktype[first], b.fcs[first], b.frame[first]),
+                  reasons, passes)
 
 
 def _side_records(b: Batch, mode, members, starts, plens, flags, times):
