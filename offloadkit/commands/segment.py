@@ -3,13 +3,17 @@ from __future__ import annotations
 
 import json
 import sys
+from itertools import chain
+from pathlib import Path
 
 from ..engine.segment import NIC_MODELS, check_gso_size
 from ..errors import UsageError
-from ..io.batch import write_batch
-from ..io.capture import load_batch
+from ..io.batch import read_batch, write_batch
+from ..io.capture import check_loaded, check_path
+from ..io.pcap import SNAPLEN
+from ..io.stream import PcapWriter, open_pcap_stream
 from ..io.records import STDIO
-from ..rewrite.segment import segment_batch
+from ..rewrite.segment import segment_batch, segment_stream
 from .progress import add_progress_arg, counter
 
 
@@ -36,30 +40,57 @@ def run(args) -> int:
     except ValueError:
         raise UsageError(f"--mss {args.mss!r} is not a whole number of bytes") from None
     check_gso_size(mss)
-    batch, info = load_batch(args.input)
-    with counter(args, len(batch), "segment") as progress:
-        run = segment_batch(batch, mss, nic=args.nic, tx_csum=not args.no_tx_csum, fixed_id=args.fixed_id,
-                            progress=progress)
-    fmt = write_batch(args.output, run.records, info)
-    records = batch
+    opts = dict(nic=args.nic, tx_csum=not args.no_tx_csum, fixed_id=args.fixed_id)
+    check_path(args.input)
+    stream, source = open_pcap_stream(args.input)
+    if stream is None:                                  # pcapng: read whole
+        batch, info = read_batch(source)
+        check_loaded(args.input, info, len(batch))
+        with counter(args, len(batch), "segment") as progress:
+            run = segment_batch(batch, mss, progress=progress, **opts)
+        fmt = write_batch(args.output, run.records, info)
+    else:
+        run, info, fmt = _segment_stream(args, stream, mss, opts)
+    n_in = run.packets
     say = sys.stderr if args.output == STDIO else sys.stdout     # OUT '-' is the capture on stdout
     if info.error:
-        print(f"offloadkit segment: warning: {args.input}: {info.error} Used the {len(records)} complete records.",
+        print(f"offloadkit segment: warning: {args.input}: {info.error} Used the {n_in} complete records.",
               file=sys.stderr)
     if run.unsegmented:
         print(f"offloadkit segment: warning: {run.unsegmented} tunnelled (VXLAN/IPIP) super-packets over MSS {mss} "
               f"were copied whole: tunnel GSO is not modelled yet", file=sys.stderr)
     csum = "partial" if args.nic == "sw-gso" and not args.no_tx_csum else "full"
     if args.json:
-        print(json.dumps({"input": str(args.input), "output": str(args.output), "packets": len(records),
+        print(json.dumps({"input": str(args.input), "output": str(args.output), "packets": n_in,
                           "super_packets": run.super_packets, "segments": run.segments, "dropped": run.dropped,
                           "unsegmented": run.unsegmented,
-                          "written": len(run.records), "format": fmt, "mss": mss, "nic": args.nic,
+                          "written": run.written, "format": fmt, "mss": mss, "nic": args.nic,
                           "tcp_checksum": csum, "input_truncated": bool(info.error)}), file=say)
         return 0
     csum = "pseudo-header (PARTIAL)" if csum == "partial" else "full"
     dropped = f", dropped {run.dropped}" if run.dropped else ""
-    print(f"{args.input}: {len(records)} packets, {run.super_packets} over MSS {mss} -> {run.segments} segments "
-          f"({args.nic}, {csum} TCP checksums{dropped}); wrote {len(run.records)} packets to {args.output} ({fmt})",
+    print(f"{args.input}: {n_in} packets, {run.super_packets} over MSS {mss} -> {run.segments} segments "
+          f"({args.nic}, {csum} TCP checksums{dropped}); wrote {run.written} packets to {args.output} ({fmt})",
           file=say)
     return 0
+
+
+def _segment_stream(args, stream, mss: int, opts: dict):
+    """Segment a classic pcap chunk by chunk: (totals, CaptureResult, format)."""
+    info = stream.result
+    check_loaded(args.input, info, 1)
+    chunks = iter(stream)
+    first = next(chunks, None)
+    if first is None:
+        check_loaded(args.input, info, 0)
+    size = Path(args.input).stat().st_size if args.input != STDIO and not str(args.input).endswith(".gz") else 0
+    per = 16 + float(first.cap.mean()) if first is not None and len(first) else 0
+    writer = PcapWriter(args.output, info.linktype, min(max(info.snaplen, 1), SNAPLEN), info.nano,
+                        info.fcs[0] if info.fcs else 0)
+    try:
+        with counter(args, int((size - 24) / per) if per and size else None, "segment") as progress:
+            run = segment_stream(chain([first] if first is not None else [], chunks), writer.write, mss,
+                                 progress=progress, **opts)
+    finally:
+        writer.close()
+    return run, info, "pcap-ns" if info.nano else "pcap"

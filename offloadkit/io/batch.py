@@ -99,7 +99,7 @@ def read_batch(path) -> tuple[Batch, CaptureResult]:
 
 
 @njit(cache=True)
-def _pcap_body(data, off, cap, orig, time_ns, snaplen, nano, out):
+def pcap_body(data, off, cap, orig, time_ns, snaplen, nano, out):
     """Write the pcap records (little-endian 16-byte headers + bytes) into ``out``; returns bytes written."""
     p = 0
     for i in range(len(off)):
@@ -134,7 +134,7 @@ def write_batch(path, b: Batch, like: CaptureResult) -> str:
         size = 24 + 16 * len(b) + int(np.minimum(b.cap, snaplen).sum())
         out = np.empty(size, np.uint8)
         out[:24] = head
-        _pcap_body(b.data, b.off, b.cap, b.orig, b.time_ns, snaplen, bool(like.nano), out[24:])
+        pcap_body(b.data, b.off, b.cap, b.orig, b.time_ns, snaplen, bool(like.nano), out[24:])
         write_output(path, out)
         return "pcap-ns" if like.nano else "pcap"
     pcapng.write_records(path, b.records(), snaplen, like.nano)

@@ -386,21 +386,22 @@ def load_records(path) -> tuple[list[Record], CaptureResult]:
     Refused: a missing path, a directory, a file that is not pcap/pcapng, one whose
     interfaces all have link types the kit does not read. A damaged file keeps the
     records before the damage (``res.error`` says where)."""
-    _check_path(path)
+    check_path(path)
     records, res = read_records(path)
-    _check_result(path, res, len(records))
+    check_loaded(path, res, len(records))
     return records, res
 
 
 def load_batch(path) -> tuple[Batch, CaptureResult]:
     """:func:`load_records` as a :class:`io.batch.Batch` (the same checks, the same one-line refusals)."""
-    _check_path(path)
+    check_path(path)
     batch, res = read_batch(path)
-    _check_result(path, res, len(batch))
+    check_loaded(path, res, len(batch))
     return batch, res
 
 
-def _check_path(path) -> None:
+def check_path(path) -> None:
+    """A missing path or a directory is one UsageError line."""
     p = Path(path)
     if str(path) != STDIO and not p.exists():
         raise UsageError(f"{path}: no such file")
@@ -408,7 +409,8 @@ def _check_path(path) -> None:
         raise UsageError(f"{path} is a directory, not a pcap or pcapng file")
 
 
-def _check_result(path, res: CaptureResult, n: int) -> None:
+def check_loaded(path, res: CaptureResult, n: int) -> None:
+    """Refuse (one UsageError line) what :func:`load_records` refuses; ``n``: the records read."""
     if res.format == "unknown":
         raise UsageError(f"{path} is not a pcap or pcapng file (it does not start with a pcap or pcapng "
                          f"header)")

@@ -61,6 +61,25 @@ class SegmentRun:
     segments: int
     dropped: int
     unsegmented: int = 0      # super-packets copied whole: tunnelled (not modelled yet)
+    packets: int = 0          # input records
+    written: int = 0          # output records
+
+
+def segment_stream(chunks, write, mss: int, nic: str = "sw-gso", tx_csum: bool = True, fixed_id: bool = False,
+                   progress=None) -> SegmentRun:
+    """:func:`segment_batch` chunk by chunk (GSO has no state between packets): each chunk's output
+    goes to ``write``; returns the totals (``records`` None)."""
+    total = SegmentRun(None, 0, 0, 0)
+    for chunk in chunks:
+        run = segment_batch(chunk, mss, nic, tx_csum, fixed_id, progress)
+        write(run.records)
+        total.super_packets += run.super_packets
+        total.segments += run.segments
+        total.dropped += run.dropped
+        total.unsegmented += run.unsegmented
+        total.packets += len(chunk)
+        total.written += len(run.records)
+    return total
 
 
 def super_packet(rec: Record, mss: int):
@@ -137,7 +156,7 @@ def segment_batch(b: Batch, mss: int, nic: str = "sw-gso", tx_csum: bool = True,
     build_segments(*args, buf, o_off, o_cap, o_orig, o_src, True)
     out = Batch(buf, o_off, o_cap, o_orig, b.time_ns[o_src], b.linktype[o_src], b.fcs[o_src], b.frame[o_src])
     done = ~dropped & (count > 0)
-    return SegmentRun(out, len(idx), int(count[done].sum()), int(dropped.sum()), tunnelled)
+    return SegmentRun(out, len(idx), int(count[done].sum()), int(dropped.sum()), tunnelled, n, len(out))
 
 
 def _side_segments(b: Batch, heads: dict, dropped, first, count, sc: dict):
