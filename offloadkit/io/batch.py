@@ -85,13 +85,13 @@ def read_batch(path) -> tuple[Batch, CaptureResult]:
     res = CaptureResult(None)
     stats = Stats()
     if len(raw) >= 4 and raw[:4] == pcapng.MAGIC:
-        batch = Batch.of_records(list(pcapng.records(raw, res, stats)))
+        batch = Batch(*pcapng.packet_arrays(raw, res, stats))
     elif pcap.is_pcap(raw):
         batch = _pcap_batch(raw, res)
     else:
         batch = Batch.of_records([])
         res.error = f"{name} is not a pcap or pcapng file"
-    res.records = len(batch)
+    res.records = res.records if res.format == "pcapng" else len(batch)
     res.messages = stats.notes()
     if res.error:
         res.messages.append(res.error)

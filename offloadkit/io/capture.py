@@ -281,14 +281,12 @@ def _finish(rows, payloads, fast_trace, fast_payloads, stats: Stats, res: Captur
     return res
 
 
-def _read_pcap(data: np.ndarray, res: CaptureResult, stats: Stats, fast: bool, with_payload: bool):
-    raw = data.tobytes()
+def _read_pcap(raw: bytes, res: CaptureResult, stats: Stats, fast: bool, with_payload: bool):
+    data = np.frombuffer(raw, dtype=np.uint8)
     h = pcap.Header(raw)
     h.fill(res)
-    rows: list[dict] = []
-    payloads: list[bytes] = []
     if not h.complete:
-        return _finish(rows, payloads, None, None, stats, res, with_payload)
+        return _finish([], [], None, None, stats, res, with_payload)
     empty = np.empty(0, np.int64)
     n, end, err = pcap.walk_pcap(data, 24, h.swapped, h.rec_hdr, h.maxcap, False, empty, empty, empty, empty,
                                  empty)
@@ -300,18 +298,28 @@ def _read_pcap(data: np.ndarray, res: CaptureResult, stats: Stats, fast: bool, w
         if err == ERR_BAD_CAPLEN:
             bad = struct.unpack(h.endian + "I", raw[end + 8:end + 12])[0]
         res.error = walk_error(err, n, end, bad)
-    orig = np.maximum(orig, cap)
-    times = sec * 1_000_000_000 + frac * h.mult
+    return _read_arrays(raw, data, off, cap, np.maximum(orig, cap), sec * 1_000_000_000 + frac * h.mult,
+                        np.full(n, h.linktype, np.int32), np.full(n, h.fcs, np.int32),
+                        np.arange(1, n + 1, dtype=np.int64), res, stats, fast, with_payload)
+
+
+def _read_arrays(raw, data, off, cap, orig, times, linktype, fcs, frames, res, stats, fast, with_payload):
+    """Decode walked records: Ethernet (no FCS) ones by the numba decoder, the rest by ``packet.decode``."""
+    n = len(off)
+    rows: list[dict] = []
+    payloads: list[bytes] = []
     fast_trace = None
     fast_payloads = None
     todo = np.arange(n)
-    if fast and h.linktype == LINKTYPE_ETHERNET and not h.fcs and n:
+    eth = (linktype == LINKTYPE_ETHERNET) & (fcs == 0)
+    if fast and n and eth.any():
         t = Trace.empty(n)
         cols = t.columns
         status = np.empty(n, np.uint8)
         decode_eth_ipv4_tcp(data, off, cap, orig, status, *[cols[k] for k in FAST_COLUMNS])
+        status[~eth] = 2
         cols["time_ns"][:] = times
-        cols["frame"][:] = np.arange(1, n + 1)
+        cols["frame"][:] = frames
         keep = status == 0
         fast_trace = t if keep.all() else t[keep] if keep.any() else None
         for code, reason in ((1, "not TCP"), (3, "not IP")):
@@ -327,7 +335,7 @@ def _read_pcap(data: np.ndarray, res: CaptureResult, stats: Stats, fast: bool, w
             fast_payloads = [raw[a:b] if b > a else b"" for a, b in zip(st.tolist(), en.tolist())]
     for j in todo.tolist():
         o, c = int(off[j]), int(cap[j])
-        rec = Record(j + 1, int(times[j]), h.linktype, raw[o:o + c], int(orig[j]), h.fcs)
+        rec = Record(int(frames[j]), int(times[j]), int(linktype[j]), raw[o:o + c], int(orig[j]), int(fcs[j]))
         _decode_into(rows, payloads, stats, rec, with_payload)
     return _finish(rows, payloads, fast_trace, fast_payloads, stats, res, with_payload)
 
@@ -347,10 +355,10 @@ def read_capture(path, with_payload: bool = False, fast: bool = True) -> Capture
     if len(raw) < 4:
         res.error = f"{name} is {len(raw)} bytes long: too short to be a pcap or pcapng file."
     elif pcap.is_pcap(raw):
-        return _read_pcap(np.frombuffer(raw, dtype=np.uint8), res, stats, fast, with_payload)
+        return _read_pcap(raw, res, stats, fast, with_payload)
     elif raw[:4] == pcapng.MAGIC:
-        for rec in pcapng.records(raw, res, stats):
-            _decode_into(rows, payloads, stats, rec, with_payload)
+        data, off, cap, orig, times, lt, fcs, frames = pcapng.packet_arrays(raw, res, stats)
+        return _read_arrays(raw, data, off, cap, orig, times, lt, fcs, frames, res, stats, fast, with_payload)
     else:
         res.error = f"{name} is not a pcap or pcapng file (it starts with bytes {raw[:4].hex()})."
     return _finish(rows, payloads, None, None, stats, res, with_payload)
