@@ -27,6 +27,8 @@ def bar(args, total: int, what: str) -> Callable[[Iterable], Iterable]:
 class _Silent:
     """A counter that draws nothing."""
 
+    total = n = 0
+
     def update(self, n: int = 1) -> None:
         pass
 
