@@ -8,10 +8,10 @@ from pathlib import Path
 
 from ..engine.segment import NIC_MODELS, check_gso_size
 from ..errors import UsageError
-from ..io.batch import read_batch, write_batch
+from ..io.batch import PcapWriter, read_batch, write_batch
 from ..io.capture import check_loaded, check_path
 from ..io.pcap import SNAPLEN
-from ..io.stream import PcapWriter, open_pcap_stream
+from ..io.stream import open_pcap_stream
 from ..io.records import STDIO
 from ..rewrite.segment import segment_batch, segment_stream
 from .progress import add_progress_arg, counter

@@ -10,13 +10,17 @@ else pcapng).
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numba import njit
 
 from . import pcap, pcapng
-from .records import ERR_BAD_CAPLEN, CaptureResult, Record, Stats, read_input, walk_error, write_output
+from .records import ERR_BAD_CAPLEN, STDIO, CaptureResult, Record, Stats, read_input, walk_error
+
+WRITE_CHUNK = 1 << 16      # records per write
 
 
 @dataclass
@@ -39,6 +43,11 @@ class Batch:
         o, c = int(self.off[i]), int(self.cap[i])
         return Record(int(self.frame[i]), int(self.time_ns[i]), int(self.linktype[i]),
                       self.data[o:o + c].tobytes(), int(self.orig[i]), int(self.fcs[i]))
+
+    def slice(self, a: int, b: int) -> "Batch":
+        """Records a..b-1 (views: the bytes are not copied)."""
+        return Batch(self.data, self.off[a:b], self.cap[a:b], self.orig[a:b], self.time_ns[a:b], self.linktype[a:b],
+                     self.fcs[a:b], self.frame[a:b])
 
     def records(self) -> list[Record]:
         return [self.record(i) for i in range(len(self))]
@@ -130,12 +139,36 @@ def write_batch(path, b: Batch, like: CaptureResult) -> str:
                           and int(b.time_ns.max()) // 1_000_000_000 <= pcap.MAX_PCAP_SECONDS)
     if len(kinds) == 1 and fits:
         (lt, fcs), = kinds
-        head = np.frombuffer(pcap.header_bytes(lt, snaplen, like.nano, fcs), np.uint8)
-        size = 24 + 16 * len(b) + int(np.minimum(b.cap, snaplen).sum())
-        out = np.empty(size, np.uint8)
-        out[:24] = head
-        pcap_body(b.data, b.off, b.cap, b.orig, b.time_ns, snaplen, bool(like.nano), out[24:])
-        write_output(path, out)
+        w = PcapWriter(path, lt, snaplen, bool(like.nano), fcs)
+        try:
+            for a in range(0, len(b), WRITE_CHUNK):
+                w.write(b.slice(a, a + WRITE_CHUNK))
+        finally:
+            w.close()
         return "pcap-ns" if like.nano else "pcap"
     pcapng.write_records(path, b.records(), snaplen, like.nano)
     return "pcapng"
+
+
+class PcapWriter:
+    """Writes chunks to a little-endian pcap (a path or ``-``) as they come."""
+
+    def __init__(self, path, linktype: int, snaplen: int, nano: bool, fcs: int = 0):
+        self.stdout = str(path) == STDIO
+        self.f = sys.stdout.buffer if self.stdout else open(Path(path), "wb")
+        self.snaplen, self.nano = snaplen, nano
+        self.f.write(pcap.header_bytes(linktype, snaplen, nano, fcs))
+
+    def write(self, b: Batch) -> None:
+        if not len(b):
+            return
+        if int(b.time_ns.min()) < 0 or int(b.time_ns.max()) // 1_000_000_000 > pcap.MAX_PCAP_SECONDS:
+            raise ValueError("a timestamp is outside what a pcap file holds (1970..2106)")
+        out = np.empty(16 * len(b) + int(np.minimum(b.cap, self.snaplen).sum()), np.uint8)
+        pcap_body(b.data, b.off, b.cap, b.orig, b.time_ns, self.snaplen, self.nano, out)
+        self.f.write(out)
+
+    def close(self) -> None:
+        self.f.flush()
+        if not self.stdout:
+            self.f.close()

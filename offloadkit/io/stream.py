@@ -4,7 +4,7 @@
 block by block and yields :class:`io.batch.Batch` chunks of at most ``chunk``
 records, walked by the numba record walker; a damaged file yields the records
 before the damage and leaves the sentence in ``CaptureResult.error``, as
-``read_batch`` does. :class:`PcapWriter` writes chunks to a pcap as they come.
+``read_batch`` does. ``io.batch.PcapWriter`` writes chunks to a pcap as they come.
 pcapng and other inputs are not streamed (``open_pcap_stream`` returns None).
 """
 from __future__ import annotations
@@ -13,13 +13,12 @@ import gzip
 import io
 import sys
 import zlib
-from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
 from . import pcap
-from .batch import Batch, pcap_body
+from .batch import Batch
 from .records import ERR_BAD_CAPLEN, ERR_NONE, GZIP_MAGIC, STDIO, CaptureResult, walk_error
 
 BLOCK = 1 << 23          # bytes read at a time
@@ -105,27 +104,3 @@ def open_pcap_stream(path, chunk: int = CHUNK):
         return None, head + f.read()
     f.close()
     return None, path
-
-
-class PcapWriter:
-    """Writes chunks to a little-endian pcap (a path or ``-``) as they come."""
-
-    def __init__(self, path, linktype: int, snaplen: int, nano: bool, fcs: int = 0):
-        self.stdout = str(path) == STDIO
-        self.f = sys.stdout.buffer if self.stdout else open(Path(path), "wb")
-        self.snaplen, self.nano = snaplen, nano
-        self.f.write(pcap.header_bytes(linktype, snaplen, nano, fcs))
-
-    def write(self, b: Batch) -> None:
-        if not len(b):
-            return
-        if int(b.time_ns.min()) < 0 or int(b.time_ns.max()) // 1_000_000_000 > pcap.MAX_PCAP_SECONDS:
-            raise ValueError("a timestamp is outside what a pcap file holds (1970..2106)")
-        out = np.empty(16 * len(b) + int(np.minimum(b.cap, self.snaplen).sum()), np.uint8)
-        pcap_body(b.data, b.off, b.cap, b.orig, b.time_ns, self.snaplen, self.nano, out)
-        self.f.write(out)
-
-    def close(self) -> None:
-        self.f.flush()
-        if not self.stdout:
-            self.f.close()

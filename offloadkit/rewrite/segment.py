@@ -65,12 +65,29 @@ class SegmentRun:
     written: int = 0          # output records
 
 
+MAX_CHUNK_SEGMENTS = 1 << 16
+
+
+def _bounded(chunks, mss: int):
+    """The chunks cut so that none makes more than about ``MAX_CHUNK_SEGMENTS`` segments (a record of
+    original length L makes at most L // mss + 1): memory follows the chunk, not the super-packets."""
+    for b in chunks:
+        est = np.cumsum(b.orig // max(mss, 1) + 1)
+        if not len(est) or est[-1] <= MAX_CHUNK_SEGMENTS:
+            yield b
+            continue
+        cuts = np.searchsorted(est, np.arange(MAX_CHUNK_SEGMENTS, int(est[-1]), MAX_CHUNK_SEGMENTS), side="right")
+        for a, e in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(b)]))):
+            if e > a:
+                yield b.slice(int(a), int(e))
+
+
 def segment_stream(chunks, write, mss: int, nic: str = "sw-gso", tx_csum: bool = True, fixed_id: bool = False,
                    progress=None) -> SegmentRun:
     """:func:`segment_batch` chunk by chunk (GSO has no state between packets): each chunk's output
     goes to ``write``; returns the totals (``records`` None)."""
     total = SegmentRun(None, 0, 0, 0)
-    for chunk in chunks:
+    for chunk in _bounded(chunks, mss):
         run = segment_batch(chunk, mss, nic, tx_csum, fixed_id, progress)
         write(run.records)
         total.super_packets += run.super_packets

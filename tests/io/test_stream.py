@@ -46,13 +46,23 @@ def test_segment_chunk_size_does_not_change_the_bytes(tmp_path, chunk):
 
 
 def test_writer_writes_what_write_batch_writes(tmp_path):
-    from offloadkit.io.batch import write_batch
+    from offloadkit.io.batch import PcapWriter, write_batch
     b, res = read_batch(SRC)
     write_batch(tmp_path / "a.pcap", b, res)
-    w = stream.PcapWriter(tmp_path / "b.pcap", res.linktype, res.snaplen, res.nano)
+    w = PcapWriter(tmp_path / "b.pcap", res.linktype, res.snaplen, res.nano)
     for a in range(0, len(b), 10):
         w.write(Batch(b.data, b.off[a:a + 10], b.cap[a:a + 10], b.orig[a:a + 10], b.time_ns[a:a + 10],
                       b.linktype[a:a + 10], b.fcs[a:a + 10], b.frame[a:a + 10]))
     w.close()
     assert (tmp_path / "a.pcap").read_bytes() == (tmp_path / "b.pcap").read_bytes() == SRC.read_bytes()
     assert np.all(b.orig >= b.cap)
+
+
+def test_super_packet_chunks_are_cut_by_their_segments(monkeypatch):
+    from offloadkit.rewrite import segment as S
+    monkeypatch.setattr(S, "MAX_CHUNK_SEGMENTS", 5)
+    s, _ = stream.open_pcap_stream(SRC)
+    parts = []
+    run = segment_stream(s, lambda b: parts.extend(records(b)), 536)
+    whole = segment_batch(read_batch(SRC)[0], 536)
+    assert parts == records(whole.records) and run.segments == whole.segments
