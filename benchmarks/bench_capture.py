@@ -151,7 +151,7 @@ def verbs(n: int, d: Path) -> None:
     base = {}
 
     def row(label, m, ref):
-        rows.append((label, *m, m[0] / base[ref][0], m[1] / base[ref][1]))
+        rows.append((label, *m, m[0] / max(base[ref][0], 0.01), m[1] / max(base[ref][1], 0.01)))
         print(f"{label:38s} {m[0]:8.2f} s {m[1]:8.2f} cpu-s {m[2]:8.0f} MB", file=sys.stderr, flush=True)
 
     for name, src in (("bulk", bulk), ("tso", tso)):
@@ -178,8 +178,8 @@ def verbs(n: int, d: Path) -> None:
     print(f"{'command':38s} {'wall s':>7s} {'cpu s':>7s} {'peak MB':>8s} {'x wall':>7s} {'x cpu':>7s}")
     for label, wall, cpu, mb, rw, rc in rows:
         print(f"{label:38s} {wall:7.2f} {cpu:7.2f} {mb:8.0f} {rw:7.1f} {rc:7.1f}")
-    print(f"segment against tcpdump copying its output: {seg[1] / base['seg'][0]:.1f}x wall, "
-          f"{seg[2] / base['seg'][1]:.1f}x cpu (goal <= 5x; RSS goal <= 400 MB)")
+    print(f"segment against tcpdump copying its output: {seg[1] / max(base['seg'][0], 0.01):.1f}x wall, "
+          f"{seg[2] / max(base['seg'][1], 0.01):.1f}x cpu (goal <= 5x; RSS goal <= 400 MB)")
     print(f"pcapng.gz gives byte-identical output to the pcap: gro {same_g}, segment {same_s}")
 
 

@@ -36,7 +36,6 @@ from .. import codes
 from ..engine.checksum import CsumPasses
 from ..engine.gro import O_FIRST, O_FLOR, O_TIME, GroHints, GroParams, prepare, run_kernel
 from ..io.batch import Batch
-from ..io.capture import FAST_COLUMNS, decode_eth_ipv4_tcp
 from ..io.records import Record
 from ..packet.csum import fold, ip_header_checksum, ones_sum, pseudo_sum, verifies
 from ..packet.decode import Layout, decode
@@ -120,12 +119,8 @@ def batch_to_trace(b: Batch, progress=None, fast_path: bool = True):
     True); the others by :func:`frame_hints` (all of them when ``fast_path`` is False: the
     reference the fast path is tested against). progress: a ``commands.progress`` counter."""
     n = len(b)
-    trace = Trace.empty(n)
+    trace, fast = b.decode_plain(fast_path)
     c = trace.columns
-    status = np.full(n, 2, np.uint8)
-    if n:
-        decode_eth_ipv4_tcp(b.data, b.off, b.cap, b.orig, status, *[c[k] for k in FAST_COLUMNS])
-    fast = (status == 0) & (b.linktype == LINKTYPE_ETHERNET) & (b.fcs == 0) & (c["encap"] == 0) & fast_path
     c["frame"][:] = np.arange(n)
     c["time_ns"][:] = b.time_ns
     c["csum_state"][fast] = codes.CSUM_NONE

@@ -39,11 +39,10 @@ import numpy as np
 from ..codes import CSUM_PARTIAL, DROP_NONE, GSO_TCP_FIXEDID
 from ..engine.segment import HOP_JUMBO_HLEN, segment
 from ..io.batch import Batch
-from ..io.capture import FAST_COLUMNS, decode_eth_ipv4_tcp
 from ..io.records import Record
 from ..packet.csum import fold, ip_header_checksum, ones_sum, pseudo_sum
 from ..packet.decode import Layout, decode
-from ..packet.link import LINKTYPE_ETHERNET, append_fcs
+from ..packet.link import append_fcs
 from ..trace import Trace
 from .segment_fast import build_segments
 
@@ -121,12 +120,8 @@ def segment_batch(b: Batch, mss: int, nic: str = "sw-gso", tx_csum: bool = True,
     kernels (``rewrite.segment_fast``); the others (all when ``fast_path`` is False: the
     reference the fast path is tested against) go through :func:`super_packet`."""
     n = len(b)
-    full = Trace.empty(n)
+    full, fast = b.decode_plain(fast_path)
     c = full.columns
-    status = np.full(n, 2, np.uint8)
-    if n:
-        decode_eth_ipv4_tcp(b.data, b.off, b.cap, b.orig, status, *[c[k] for k in FAST_COLUMNS])
-    fast = (status == 0) & (b.linktype == LINKTYPE_ETHERNET) & (b.fcs == 0) & (c["encap"] == 0) & fast_path
     head = fast & (c["payload_len"] > mss) & ((c["frag"] & 0x2000) == 0) & \
         (14 + c["ip_hlen"].astype(np.int64) + c["tcp_hlen"] <= b.cap)
     slow = np.nonzero(~fast)[0]
