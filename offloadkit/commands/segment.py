@@ -8,9 +8,8 @@ from pathlib import Path
 
 from ..engine.segment import NIC_MODELS, check_gso_size
 from ..errors import UsageError
-from ..io.batch import PcapWriter, read_batch, write_batch
+from ..io.batch import pcap_kind, pcap_writer, read_batch, write_batch
 from ..io.capture import check_loaded, check_path
-from ..io.pcap import SNAPLEN
 from ..io.stream import open_pcap_stream
 from ..io.records import STDIO
 from ..rewrite.segment import segment_batch, segment_stream
@@ -43,12 +42,21 @@ def run(args) -> int:
     opts = dict(nic=args.nic, tx_csum=not args.no_tx_csum, fixed_id=args.fixed_id)
     check_path(args.input)
     stream, source = open_pcap_stream(args.input)
-    if stream is None:                                  # pcapng: read whole
+    if stream is None:                                  # pcapng: read whole, written in chunks if a pcap holds it
         batch, info = read_batch(source)
         check_loaded(args.input, info, len(batch))
+        kind = pcap_kind(batch, info)
         with counter(args, len(batch), "segment") as progress:
-            run = segment_batch(batch, mss, progress=progress, **opts)
-        fmt = write_batch(args.output, run.records, info)
+            if kind is None:
+                run = segment_batch(batch, mss, progress=progress, **opts)
+                fmt = write_batch(args.output, run.records, info)
+            else:
+                writer = pcap_writer(args.output, kind, info)
+                try:
+                    run = segment_stream([batch], writer.write, mss, progress=progress, **opts)
+                finally:
+                    writer.close()
+                fmt = "pcap-ns" if info.nano else "pcap"
     else:
         run, info, fmt = _segment_stream(args, stream, mss, opts)
     n_in = run.packets
@@ -85,8 +93,7 @@ def _segment_stream(args, stream, mss: int, opts: dict):
         check_loaded(args.input, info, 0)
     size = Path(args.input).stat().st_size if args.input != STDIO and not str(args.input).endswith(".gz") else 0
     per = 16 + float(first.cap.mean()) if first is not None and len(first) else 0
-    writer = PcapWriter(args.output, info.linktype, min(max(info.snaplen, 1), SNAPLEN), info.nano,
-                        info.fcs[0] if info.fcs else 0)
+    writer = pcap_writer(args.output, (info.linktype, info.fcs[0] if info.fcs else 0), info)
     try:
         with counter(args, int((size - 24) / per) if per and size else None, "segment") as progress:
             run = segment_stream(chain([first] if first is not None else [], chunks), writer.write, mss,

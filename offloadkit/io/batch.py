@@ -145,17 +145,28 @@ def pcap_body(data, off, cap, orig, time_ns, snaplen, nano, out):
     return p
 
 
-def write_batch(path, b: Batch, like: CaptureResult) -> str:
-    """Write ``b`` as :func:`io.capture.write_capture` writes records; returns the format written."""
+def pcap_kind(b: Batch, like: CaptureResult) -> tuple[int, int] | None:
+    """(link type, FCS bytes) of the classic pcap that holds ``b``, or None when it takes pcapng
+    (several link types or FCS lengths, or a time outside 1970..2106)."""
     kinds = {(k >> 8, k & 0xFF) for k in np.unique((b.linktype.astype(np.int64) << 8) | b.fcs).tolist()}
     if not kinds:
         kinds = {(like.linktype, like.fcs[0] if like.fcs else 0)}
-    snaplen = min(max(like.snaplen, 1), pcap.SNAPLEN)
     fits = not len(b) or (0 <= int(b.time_ns.min()) // 1_000_000_000
                           and int(b.time_ns.max()) // 1_000_000_000 <= pcap.MAX_PCAP_SECONDS)
-    if len(kinds) == 1 and fits:
-        (lt, fcs), = kinds
-        w = PcapWriter(path, lt, snaplen, bool(like.nano), fcs)
+    return next(iter(kinds)) if len(kinds) == 1 and fits else None
+
+
+def pcap_writer(path, kind: tuple[int, int], like: CaptureResult) -> "PcapWriter":
+    """The :class:`PcapWriter` :func:`write_batch` uses for ``like``'s records of ``kind``."""
+    return PcapWriter(path, kind[0], min(max(like.snaplen, 1), pcap.SNAPLEN), bool(like.nano), kind[1])
+
+
+def write_batch(path, b: Batch, like: CaptureResult) -> str:
+    """Write ``b`` as :func:`io.capture.write_capture` writes records; returns the format written."""
+    snaplen = min(max(like.snaplen, 1), pcap.SNAPLEN)
+    kind = pcap_kind(b, like)
+    if kind is not None:
+        w = pcap_writer(path, kind, like)
         try:
             for a in range(0, len(b), WRITE_CHUNK):
                 w.write(b.slice(a, a + WRITE_CHUNK))
