@@ -9,12 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..engine.gro import GroParams
 from ..errors import UsageError
-from ..io.batch import write_batch
-from ..io.capture import load_batch
-from ..io.records import STDIO
-from ..rewrite.gro import gro_batch
 from ..units import parse_time
 from .options import count
 from .progress import add_progress_arg, counter
@@ -68,6 +63,11 @@ def parse_duration_ns(text: str) -> int | None:
 
 
 def run(args) -> int:
+    from ..engine.gro import GroParams                # the engine (numba) only when the verb runs
+    from ..io.batch import write_batch
+    from ..io.capture import load_batch
+    from ..io.records import STDIO
+    from ..rewrite.gro import gro_batch
     if not 1 <= args.napi_budget <= MAX_NAPI_BUDGET:
         raise UsageError(f"--napi-budget {args.napi_budget}: a poll handles 1 to {MAX_NAPI_BUDGET} packets "
                          f"(default 64)")

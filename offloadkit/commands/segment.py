@@ -6,13 +6,8 @@ import sys
 from itertools import chain
 from pathlib import Path
 
-from ..engine.segment import NIC_MODELS, check_gso_size
+from ..codes import NIC_MODELS
 from ..errors import UsageError
-from ..io.batch import pcap_kind, pcap_writer, read_batch, write_batch
-from ..io.capture import check_loaded, check_path
-from ..io.stream import open_pcap_stream
-from ..io.records import STDIO
-from ..rewrite.segment import segment_batch, segment_stream
 from .progress import add_progress_arg, counter
 
 
@@ -34,6 +29,12 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
+    from ..engine.segment import check_gso_size      # the engine (numba) only when the verb runs
+    from ..io.batch import pcap_kind, pcap_writer, read_batch, write_batch
+    from ..io.capture import check_loaded, check_path
+    from ..io.records import STDIO
+    from ..io.stream import open_pcap_stream
+    from ..rewrite.segment import segment_batch, segment_stream
     try:
         mss = int(str(args.mss), 10)
     except ValueError:
@@ -85,6 +86,10 @@ def run(args) -> int:
 
 def _segment_stream(args, stream, mss: int, opts: dict):
     """Segment a classic pcap chunk by chunk: (totals, CaptureResult, format)."""
+    from ..io.batch import pcap_writer
+    from ..io.capture import check_loaded
+    from ..io.records import STDIO
+    from ..rewrite.segment import segment_stream
     info = stream.result
     check_loaded(args.input, info, 1)
     chunks = iter(stream)
