@@ -84,13 +84,15 @@ def choose() -> str | None:
 
 
 def sources_fingerprint(package: Path = PACKAGE) -> str:
-    """A digest of the path, size and modification time of every ``.py`` file of ``package``."""
+    """A digest of the relative path, size and modification time of every ``.py`` file of
+    ``package`` (the same whichever way the package was found on ``sys.path``)."""
     digest = hashlib.sha1()
     for folder, subfolders, files in os.walk(package):
         subfolders[:] = sorted(d for d in subfolders if d not in ("data", "__pycache__"))
         for name in sorted(f for f in files if f.endswith(".py")):
             st = os.stat(os.path.join(folder, name))
-            digest.update(f"{folder} {name} {st.st_size} {st.st_mtime_ns}\n".encode())
+            where = os.path.relpath(folder, package)
+            digest.update(f"{where} {name} {st.st_size} {st.st_mtime_ns}\n".encode())
     return digest.hexdigest()
 
 
