@@ -25,7 +25,7 @@ import pytest
 from offloadkit.engine.segment import segment
 from offloadkit.lab import oracle
 from offloadkit.lab.grid import COMMITTED_VXLAN, load_case
-from offloadkit.lab.packets import ip_to_int, read_headers, vxlan_inner
+from offloadkit.lab.packets import ip_to_int, read_headers, udp_tunnel_inner
 
 CAPS = Path(__file__).resolve().parents[2] / "offloadkit" / "data" / "captures" / "vxlan"
 CASES = sorted(COMMITTED_VXLAN)
@@ -38,7 +38,7 @@ def outer_headers(path, sender_ip: str) -> list[dict]:
     rows = []
     with open(path, "rb") as f:
         for _, buf in dpkt.pcap.Reader(f):
-            vx = vxlan_inner(buf)
+            vx = udp_tunnel_inner(buf)
             if vx is None:
                 continue
             inner = vx[0]
@@ -86,7 +86,7 @@ def test_committed_vxlan_captures_are_complete():
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_vxlan_inner_segments_equal_the_kits(name):
+def test_udp_tunnel_inner_segments_equal_the_kits(name):
     """MTU 1500 - 50 (VXLAN) - 40 - 12 = 1398; the inner packets cut as plain segments."""
     c = load_case(CAPS / name)
     eg = _read(c, "router-out")
@@ -161,5 +161,5 @@ def test_segment_verb_equals_kernel_vxlan_egress(name, tmp_path):
     import dpkt
     with open(out, "rb") as f:
         frames = [bytes(b) for _, b in dpkt.pcap.Reader(f)]
-    outer = [b[14:14 + (b[14] & 0x0F) * 4] for b in frames if vxlan_inner(b) is not None]
+    outer = [b[14:14 + (b[14] & 0x0F) * 4] for b in frames if udp_tunnel_inner(b) is not None]
     assert len(outer) > 300 and all(inet_csum_ok(h) for h in outer)
