@@ -26,6 +26,7 @@ from .. import codes
 from ..engine import csum_math
 from ..engine import tcp as K
 from ..engine.gro import GroParams, gro
+from .ipv6 import as_ipv6
 from .pack import pack
 from .scenario import Hop, Scenario
 from ..trace import MAX_SACK_BLOCKS, Trace
@@ -199,7 +200,7 @@ def _rows_to_trace(sc: Scenario, C: np.ndarray, points: tuple[str, ...], isn_s, 
     opts = (12 if sc.tcp.timestamps else 0) + np.where(nb > 0, 4 + 8 * nb, 0)
     gso = C[K.R_GSO_SEGS] > 1
     rwin = min(sc.tcp.rwnd_bytes >> 7, 65535)
-    return Trace.from_columns(
+    t = Trace.from_columns(
         points=points,
         time_ns=C[K.R_TIME], point=pt, direction=d, flow=flow,
         src_ip=np.where(data, SENDER_IP, RECEIVER_IP), dst_ip=np.where(data, RECEIVER_IP, SENDER_IP),
@@ -212,6 +213,7 @@ def _rows_to_trace(sc: Scenario, C: np.ndarray, points: tuple[str, ...], isn_s, 
         gso_type=np.where(gso, codes.GSO_TCPV4, 0), csum_state=np.where(data, point_csum[pt], codes.CSUM_NONE),
         drop=C[K.R_DROP], gro_reason=C[K.R_GRO],
     )
+    return as_ipv6(t, SENDER_IP) if sc.ip_version == 6 else t
 
 
 def _flow_constants(sc: Scenario):
