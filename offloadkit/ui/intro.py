@@ -79,7 +79,7 @@ def build(**overrides) -> Dashboard:
         "rx_csum": control("rx_csum", True, where="receiver"),
         "nic": choice("NIC", [(label, name) for name, label in NICS.items()], "hw-tso"),
         "encap": choice("encapsulation", list(ENCAPS), "none"),
-        "ip_version": choice("IP", list(IP_VERSIONS.items()), 4),
+        "ip_version": control("ip_version", 4, options=list(IP_VERSIONS.items())),
     }
     return Dashboard("Offloads 101: one super-packet, end to end", controls, compute, VIEWS, texts=TEXTS,
                      readout=readout, notes=lambda r: " ".join(r.notes) or None, static_html=static_html,
