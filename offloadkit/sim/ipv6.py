@@ -19,13 +19,25 @@ RECEIVER_IP6 = np.frombuffer(ipaddress.IPv6Address("2001:2:2::1").packed, np.uin
 
 
 def as_ipv6(trace: Trace, sender_ip: int) -> Trace:
-    """``trace`` (IPv4 rows from the simulator; ``sender_ip`` its sender's IPv4 address) as IPv6 rows."""
-    n = len(trace)
+    """``trace`` with its IPv4 rows (from the simulator; ``sender_ip`` its sender's IPv4 address) as IPv6
+    rows; rows already IPv6 are kept."""
+    v4 = trace.ip_version == 4
     from_sender = (trace.src_ip == sender_ip)[:, None]
-    src6 = np.where(from_sender, SENDER_IP6, RECEIVER_IP6).astype(np.uint8).reshape(n, 16)
-    dst6 = np.where(from_sender, RECEIVER_IP6, SENDER_IP6).astype(np.uint8).reshape(n, 16)
+    keep = ~v4[:, None]
+    src6 = np.where(keep, trace.src_ip6, np.where(from_sender, SENDER_IP6, RECEIVER_IP6)).astype(np.uint8)
+    dst6 = np.where(keep, trace.dst_ip6, np.where(from_sender, RECEIVER_IP6, SENDER_IP6)).astype(np.uint8)
     g = trace.gso_type.astype(np.int64)
-    gso = np.where(g & codes.GSO_TCPV4, (g ^ codes.GSO_TCPV4) | codes.GSO_TCPV6, g).astype(trace.gso_type.dtype)
-    return trace.replace(ip_version=np.full(n, 6, np.uint8), ip_hlen=np.full(n, IPV6_HLEN, np.uint8),
-                         src_ip6=src6, dst_ip6=dst6, src_ip=np.zeros(n, np.uint32), dst_ip=np.zeros(n, np.uint32),
-                         ip_id=np.zeros(n, trace.ip_id.dtype), df=np.ones(n, bool), gso_type=gso)
+    gso = np.where(v4 & (g & codes.GSO_TCPV4 != 0), (g ^ codes.GSO_TCPV4) | codes.GSO_TCPV6, g)
+    return trace.replace(ip_version=np.where(v4, 6, trace.ip_version), src_ip6=src6, dst_ip6=dst6,
+                         ip_hlen=np.where(v4, IPV6_HLEN, trace.ip_hlen), src_ip=np.where(v4, 0, trace.src_ip),
+                         dst_ip=np.where(v4, 0, trace.dst_ip), ip_id=np.where(v4, 0, trace.ip_id),
+                         df=np.where(v4, True, trace.df), gso_type=gso)
+
+
+def ipv6_partial_check(src6: np.ndarray, dst6: np.ndarray, tcp_len: np.ndarray) -> np.ndarray:
+    """CHECKSUM_PARTIAL's field of IPv6 TCP rows: ``~tcp_v6_check(len, saddr, daddr, 0)``, folded."""
+    words = lambda a: ((a[:, 0::2].astype(np.int64) << 8) | a[:, 1::2]).sum(axis=1)  # noqa: E731
+    s = words(src6) + words(dst6) + 6 + tcp_len.astype(np.int64)
+    for _ in range(3):
+        s = (s & 0xFFFF) + (s >> 16)
+    return s.astype(np.uint16)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..codes import KERNELS, NEWEST_KERNEL  # noqa: F401  re-exported
 from ..codes import DROP_GSO_EINVAL, DROP_GSO_EPROTONOSUPPORT, ENC_MPLS, ENC_PPPOE, ENC_VLAN, ENC_VXLAN
 from ..engine.checksum import RX_CSUM_MODES
 from ..engine.path import encap_overhead_bytes
@@ -154,9 +155,6 @@ class Tcp:
 
 
 #: Linux releases whose TCP rules ``--kernel`` knows (the version knobs of Tcp change between them)
-KERNELS = ("4.4", "4.7", "4.9", "4.10", "4.11", "4.14", "4.18", "4.19", "5.4", "5.10", "5.12", "5.15",
-           "6.1", "6.6", "6.12", "6.18")
-NEWEST_KERNEL = KERNELS[-1]
 
 
 def kernel_rules(version: str | None = None) -> dict:

@@ -58,3 +58,15 @@ def test_ipv6_mss_must_fit_the_mtu(mss, ok):
     else:
         with pytest.raises(ValueError, match="does not fit in MTU 1500"):
             Scenario.simple(ip_version=6, mss=mss, bytes_per_flow=1)
+
+
+def test_ipv6_sender_checksums_are_the_ipv6_pseudo_header_sums():
+    from offloadkit import codes
+    from offloadkit.packet.csum import fold, pseudo_sum
+    t = run(ip_version=6).trace.at("sender")
+    part = t[t.csum_state == codes.CSUM_PARTIAL]
+    assert len(part) > 10
+    for i in range(len(part)):
+        want = fold(pseudo_sum(bytes(part.src_ip6[i]), bytes(part.dst_ip6[i]),
+                               int(part.tcp_hlen[i]) + int(part.payload_len[i])))
+        assert int(part.tcp_csum[i]) == want
