@@ -23,8 +23,8 @@ GSO_UDP_TUNNEL, GSO_UDP_TUNNEL_CSUM, GSO_DODGY = 0x20, 0x40, 0x80
 GSO_TCPV6 = 0x200               # set by tcp6_gro_complete on merged IPv6 packets
 
 # Encapsulation bits of a packet (Trace.encap).
-ENC_VLAN, ENC_MPLS, ENC_PPPOE, ENC_VXLAN = 0x1, 0x2, 0x4, 0x8
-ENC_BYTES = {ENC_VLAN: 4, ENC_MPLS: 4, ENC_PPPOE: 8, ENC_VXLAN: 50}
+ENC_VLAN, ENC_MPLS, ENC_PPPOE, ENC_VXLAN, ENC_GENEVE = 0x1, 0x2, 0x4, 0x8, 0x10
+ENC_BYTES = {ENC_VLAN: 4, ENC_MPLS: 4, ENC_PPPOE: 8, ENC_VXLAN: 50, ENC_GENEVE: 50}   # GENEVE: without options
 
 # Why a packet was dropped (Trace.drop). 0 = delivered.
 DROP_NONE = 0

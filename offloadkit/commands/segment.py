@@ -66,8 +66,8 @@ def run(args) -> int:
         print(f"offloadkit segment: warning: {args.input}: {info.error} Used the {n_in} complete records.",
               file=sys.stderr)
     if run.unsegmented:
-        print(f"offloadkit segment: warning: {run.unsegmented} tunnelled (VXLAN/IPIP) super-packets over MSS {mss} "
-              f"were copied whole: tunnel GSO is not modelled yet", file=sys.stderr)
+        print(f"offloadkit segment: warning: {run.unsegmented} IPIP super-packets over MSS {mss} "
+              f"were copied whole: IPIP GSO is not modelled yet", file=sys.stderr)
     csum = "partial" if args.nic == "sw-gso" and not args.no_tx_csum else "full"
     if args.json:
         print(json.dumps({"input": str(args.input), "output": str(args.output), "packets": n_in,

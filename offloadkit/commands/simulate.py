@@ -22,6 +22,8 @@ def configure(parser) -> None:
     parser.add_argument("--mss", type=int, default=None,
                         help="TCP payload bytes per segment (default: from --mtu; 1448 for 1500 with timestamps)")
     parser.add_argument("--mtu", type=int, default=1500, help="the sender NIC's MTU (default 1500)")
+    parser.add_argument("--ipv6", action="store_true",
+                        help="IPv6 instead of IPv4: 40-byte IP headers (MSS 1428 with timestamps at MTU 1500)")
     parser.add_argument("--path-mtu", type=int, default=None,
                         help="MTU of the bottleneck hop (default: --mtu); bigger packets are dropped")
     parser.add_argument("--icmp", action="store_true",
@@ -77,7 +79,7 @@ def scenario_from_args(args):
                          path_mtu=args.path_mtu, tso=args.tso, gro=args.gro, nic=args.nic, cc=args.cc,
                          duration_ns=duration, bytes_per_flow=nbytes, flows=args.flows, seed=args.seed,
                          icmp=args.icmp, trace_limit=20_000, queue_packets=qpkts, queue_bytes=qbytes,
-                         kernel=args.kernel, mtu_probing=args.mtu_probing)
+                         kernel=args.kernel, mtu_probing=args.mtu_probing, ip_version=6 if args.ipv6 else 4)
     if args.flow:
         if args.flows not in (1, len(args.flow)):
             raise UsageError(f"--flows {args.flows} and {len(args.flow)} --flow options: give one --flow per flow")

@@ -502,8 +502,9 @@ def prepare(trace: Trace, params: GroParams, hints: GroHints | None = None) -> d
     onet = _hint(hints, "outer_net", n, np.int64)
     out["fkey"], out["optk"] = np.empty(n, np.uint64), np.empty(n, np.uint64)
     with np.errstate(over="ignore"):        # hashes wrap on purpose (matters under NUMBA_DISABLE_JIT)
-        keys_kernel(c["ip_version"], c["src_ip"], c["dst_ip"], c["src_ip6"], c["dst_ip6"], c["sport"], c["dport"],
-                     c["vlan_tci"], c["vni"], c["encap"], c["outer_udp_csum"], _hint(hints, "flow_key", n, np.uint64),
+        keys_kernel(c["ip_version"], c["src_ip"], c["dst_ip"], c["src_ip6"], c["dst_ip6"], c["flow_label"],
+                    c["sport"], c["dport"], c["vlan_tci"], c["vni"], c["encap"], c["outer_udp_csum"],
+                    _hint(hints, "flow_key", n, np.uint64),
                      _hint(hints, "opt_key", n, np.uint64), c["tcp_hlen"], c["opt_mss"], c["opt_sackok"],
                      c["opt_ts"], c["tsval"], c["tsecr"], c["opt_wscale"], c["sack_n"], c["sack"],
                      out["th"], out["fkey"], out["optk"])

@@ -2,7 +2,7 @@
 
 ``keys_kernel`` gives each row a tuple hash (addresses and ports: the RSS hash
 that picks a GRO bucket), a flow hash (the tuple plus VLAN tag, VNI, outer UDP
-checksum zero/non-zero and hinted extension-header identity: what
+checksum zero/non-zero, the IPv6 flow label and hinted extension-header identity: what
 ``gro_rules.gro_list_prepare`` compares) and an option hash (the TCP option
 bytes: what ``gro_rules.tcp_gro_receive_flush`` compares). ``dense_ids`` turns
 hashes into dense ids. Used by ``engine.gro`` and ``engine.lro``.
@@ -31,7 +31,14 @@ def _final(h):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _row_hashes(i, ver, src, dst, src6, dst6, sport, dport, vlan, vni, outer_nz, extra,
+def ipv6_gro_flow_word(flow_label):
+    """What ``ipv6_gro_receive`` requires equal in the first header word besides the version: the flow
+    label (``first_word & htonl(0xF00FFFFF)``; a differing traffic class only flushes, see ``netk``)."""
+    return np.uint64(np.int64(flow_label) & 0xFFFFF) | np.uint64(1 << 20)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_hashes(i, ver, src, dst, src6, dst6, flow_label, sport, dport, vlan, vni, outer_nz, extra,
                 hlen, mss, sackok, ts, tsval, tsecr, wscale, sack_n, sack):
     """(tuple hash, flow hash, option hash) of row i; vlan/vni/wscale are -1 when absent."""
     h = _mix(np.uint64(7), np.uint64(ver[i]))
@@ -42,6 +49,8 @@ def _row_hashes(i, ver, src, dst, src6, dst6, sport, dport, vlan, vni, outer_nz,
         h = _mix(h, np.uint64(src[i]) | (np.uint64(dst[i]) << np.uint64(32)))
     th = _final(_mix(h, np.uint64(sport[i]) | (np.uint64(dport[i]) << np.uint64(16))))
     f = _mix(th, np.uint64(np.int64(vlan[i]) + 1))
+    if ver[i] == 6:
+        f = _mix(f, ipv6_gro_flow_word(flow_label[i]))
     f = _mix(f, np.uint64(np.int64(vni[i]) + 1) | (np.uint64(outer_nz) << np.uint64(40)))
     fk = _final(_mix(f, extra))
     o = _mix(np.uint64(11), np.uint64(hlen[i]) | (np.uint64(mss[i]) << np.uint64(8))
@@ -55,8 +64,8 @@ def _row_hashes(i, ver, src, dst, src6, dst6, sport, dport, vlan, vni, outer_nz,
 
 
 @njit(cache=True, nogil=True)
-def keys_kernel(ver, src, dst, src6, dst6, sport, dport, vlan, vni, encap_col, outer_csum, h_flow, h_opt,
-                 hlen, mss, sackok, ts, tsval, tsecr, wscale, sack_n, sack, th, fk, ok):
+def keys_kernel(ver, src, dst, src6, dst6, flow_label, sport, dport, vlan, vni, encap_col, outer_csum, h_flow,
+                h_opt, hlen, mss, sackok, ts, tsval, tsecr, wscale, sack_n, sack, th, fk, ok):
     """Tuple hash, flow hash and option hash of every row (h_flow/h_opt: hints, empty when absent).
 
     A row whose hashed fields equal the previous row's reuses its hashes (bursts of
@@ -71,6 +80,7 @@ def keys_kernel(ver, src, dst, src6, dst6, sport, dport, vlan, vni, encap_col, o
                      and outer_csum[i] == outer_csum[j] and (not has_flow or h_flow[i] == h_flow[j]))
         if same_flow:
             if ver[i] == 6:
+                same_flow = flow_label[i] == flow_label[j]
                 for k in range(16):
                     if src6[i, k] != src6[j, k] or dst6[i, k] != dst6[j, k]:
                         same_flow = False
@@ -88,7 +98,7 @@ def keys_kernel(ver, src, dst, src6, dst6, sport, dport, vlan, vni, encap_col, o
         vx = (encap_col[i] & 8) != 0 or vni[i] >= 0
         onz = vx and outer_csum[i] > 0
         extra = h_flow[i] if has_flow else np.uint64(0)
-        a, b, c = _row_hashes(i, ver, src, dst, src6, dst6, sport, dport, vlan, vni, onz, extra,
+        a, b, c = _row_hashes(i, ver, src, dst, src6, dst6, flow_label, sport, dport, vlan, vni, onz, extra,
                               hlen, mss, sackok, ts, tsval, tsecr, wscale, sack_n, sack)
         th[i] = a
         fk[i] = b

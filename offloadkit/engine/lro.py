@@ -199,8 +199,9 @@ def lro(trace: Trace, params: LroParams | None = None, descriptors: int | None =
     ok = np.empty(n, np.uint64)
     e = np.zeros(0, np.uint64)
     with np.errstate(over="ignore"):
-        keys_kernel(c["ip_version"], c["src_ip"], c["dst_ip"], c["src_ip6"], c["dst_ip6"], c["sport"], c["dport"],
-                     c["vlan_tci"], c["vni"], c["encap"], np.zeros(n, np.int32), e, e, c["tcp_hlen"], c["opt_mss"],
+        keys_kernel(c["ip_version"], c["src_ip"], c["dst_ip"], c["src_ip6"], c["dst_ip6"], c["flow_label"],
+                    c["sport"], c["dport"], c["vlan_tci"], c["vni"], c["encap"], np.zeros(n, np.int32), e, e,
+                    c["tcp_hlen"], c["opt_mss"],
                      c["opt_sackok"], c["opt_ts"], c["tsval"], c["tsecr"], c["opt_wscale"], c["sack_n"], c["sack"],
                      th, fk, ok)
     tkey, nk = dense_ids(fk)

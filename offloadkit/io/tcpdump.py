@@ -223,12 +223,16 @@ def _encap_prefix(c: dict, i: int, head: str, verbose: bool, thl: int) -> str:
         labels = [f"(label {16 + k}, tc 0, {'[S], ' if k == n - 1 else ''}ttl 64)" for k in range(n)]
         pre += "MPLS " + ("\n\t".join(labels) + "\n\t" if verbose else " ".join(labels) + " ")
         l2 += 4 * n
-    if enc & codes.ENC_VXLAN:
+    if enc & (codes.ENC_VXLAN | codes.ENC_GENEVE):
         v = c["ip_version"][i]
         full = (40 if v == 6 else max(20, min(60, c["ip_hlen"][i] & ~3))) + thl + c["payload_len"][i]
         vni = c["vni"][i] if c["vni"][i] >= 0 else 1
         sport = 49152 + (c["sport"][i] ^ c["dport"][i]) % 16384
-        ends = f"198.18.255.1.{sport} > 198.18.255.2.{build.VXLAN_PORT}: VXLAN, flags [I] (0x08), vni {vni}\n"
+        if enc & codes.ENC_VXLAN:
+            ends = f"198.18.255.1.{sport} > 198.18.255.2.{build.VXLAN_PORT}: VXLAN, flags [I] (0x08), vni {vni}\n"
+        else:                # tcpdump prints a GENEVE frame's inner packet on the same line (-v: the next)
+            ends = (f"198.18.255.1.{sport} > 198.18.255.2.{build.GENEVE_PORT}: Geneve, Flags [none], vni 0x{vni:x}"
+                    + ("\n\t" if verbose else ": "))
         if verbose:
             outer = f"IP (tos 0x0, ttl 64, id 0, offset 0, flags [DF], proto UDP (17), length " \
                     f"{36 + l2 + full})\n    " + ends
@@ -322,6 +326,7 @@ def _parse_port(text: str) -> int:
 
 
 _VXLAN = re.compile(r"VXLAN, flags \[\w*\] \(0x[0-9a-f]+\), vni (\d+)")
+_GENEVE = re.compile(r"Geneve, Flags \[[^\]]*\], vni 0x([0-9a-f]+)(?:, options \[[^\]]*\])?(?:: |$)")
 
 
 def _logical_lines(lines: Iterable[str]) -> list[tuple[str, str, dict]]:
@@ -343,6 +348,12 @@ def _logical_lines(lines: Iterable[str]) -> list[tuple[str, str, dict]]:
         if mv and "Flags [" not in rest:
             enc = {"encap": codes.ENC_VXLAN, "vni": int(mv.group(1))}
             continue
+        mg = _GENEVE.search(rest)
+        if mg:                   # the inner packet follows on the same line (-v: on the next ones)
+            enc = {"encap": codes.ENC_GENEVE, "vni": int(mg.group(1), 16)}
+            rest = rest[mg.end():]
+            if not rest.strip():
+                continue
         if rest.startswith(("MPLS", "PPPoE", "(label")):
             enc = dict(enc)
             if "MPLS" in rest or rest.startswith("(label"):

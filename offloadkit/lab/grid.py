@@ -47,6 +47,13 @@ COMMITTED_VXLAN: dict[str, LabSettings] = {
     "vxlan-ts-mtu1500": replace(_BASE, tunnel="vxlan"),
     "vxlan-csum-ts-mtu1500": replace(_BASE, tunnel="vxlan", tunnel_csum=True),
 }
+# VXLAN over an IPv6 underlay (2001:2::/48), outer UDP checksums computed or zero (udp6zerocsumtx);
+# in data/captures/tunnel/ (snaplen 160: the inner TCP header ends at byte 136). GENEVE cases need
+# a kernel with CONFIG_GENEVE (the capture machine's has none)
+COMMITTED_TUNNEL: dict[str, LabSettings] = {
+    "vxlan6-ts-mtu1500": replace(_V6, tunnel="vxlan", tunnel_csum=True, snaplen=160),
+    "vxlan6-zerocsum-ts-mtu1500": replace(_V6, tunnel="vxlan", snaplen=160),
+}
 
 _LIVE_BASE = LabSettings(bytes="1M")
 LIVE: dict[str, LabSettings] = {

@@ -21,16 +21,33 @@ _COLS = ("time_ns", "frame", "src_ip", "dst_ip", "sport", "dport", "seq", "ack",
          "tos", "df", "frag", "ip_hlen", "ip_len", "ip_csum", "tcp_csum", "truncated", "ip_version",
          "src_ip6", "dst_ip6", "flow_label", "hbh_jumbo", "vni", "outer_udp_csum", "l2_bytes")
 VXLAN_PORT = 4789
+GENEVE_PORT = 6081
 
 
-def vxlan_inner(buf: bytes):
-    """(inner Ethernet frame, VNI, outer UDP checksum) of an IPv4 VXLAN frame, or None."""
-    if len(buf) < 14 + 20 + 16 or buf[12:14] != b"\x08\x00" or buf[23] != 17:
+def udp_tunnel_inner(buf: bytes):
+    """(inner Ethernet frame, VNI, outer UDP checksum) of a VXLAN or GENEVE frame over IPv4 or IPv6, or None."""
+    if len(buf) < 14 + 20 + 16 or buf[12:14] not in (b"\x08\x00", b"\x86\xdd"):
         return None
-    u = 14 + (buf[14] & 0x0F) * 4
-    if len(buf) < u + 16 or struct.unpack("!H", buf[u + 2:u + 4])[0] != VXLAN_PORT or not buf[u + 8] & 0x08:
+    if buf[12:14] == b"\x86\xdd":
+        if len(buf) < 14 + 40 + 16 or buf[20] != 17:
+            return None
+        u = 14 + 40
+    else:
+        if buf[23] != 17:
+            return None
+        u = 14 + (buf[14] & 0x0F) * 4
+    if len(buf) < u + 16:
         return None
-    return buf[u + 16:], struct.unpack("!I", buf[u + 12:u + 16])[0] >> 8, struct.unpack("!H", buf[u + 6:u + 8])[0]
+    port = struct.unpack("!H", buf[u + 2:u + 4])[0]
+    if port == VXLAN_PORT and buf[u + 8] & 0x08:
+        inner = u + 16
+    elif port == GENEVE_PORT and buf[u + 8] >> 6 == 0 and buf[u + 10:u + 12] == b"\x65\x58":
+        inner = u + 16 + (buf[u + 8] & 0x3F) * 4
+    else:
+        return None
+    return buf[inner:], struct.unpack("!I", buf[u + 12:u + 16])[0] >> 8, struct.unpack("!H", buf[u + 6:u + 8])[0]
+
+
 IPV6_EXT = (0, 43, 60)        # hop-by-hop, routing, destination options (GSO walks these)
 
 
@@ -114,7 +131,7 @@ def read_headers(path, point: str = "capture", sender_ip: str | None = None) -> 
         frame = -1
         for ts, buf in reader:
             frame += 1
-            vx = vxlan_inner(buf)                      # the TCP packet inside a VXLAN frame
+            vx = udp_tunnel_inner(buf)                 # the TCP packet inside a VXLAN/GENEVE frame
             tunnel = {"vni": -1, "outer_udp_csum": -1, "l2_bytes": 14}
             if vx is not None:
                 tunnel = {"vni": vx[1], "outer_udp_csum": vx[2], "l2_bytes": 14 + len(buf) - len(vx[0])}

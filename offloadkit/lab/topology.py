@@ -30,8 +30,14 @@ from . import safety
 
 SENDER_NET, RECEIVER_NET = "198.18.1", "198.18.2"
 SENDER_NET6, RECEIVER_NET6 = "2001:2:1:", "2001:2:2:"     # the benchmarking range 2001:2::/48
-TUNNEL_NET, VXLAN_PORT, VXLAN_VNI = "198.19.0", 4789, 42     # inner addresses of the VXLAN overlay
-VXLAN_OVERHEAD = 50                                          # outer Ethernet + IPv4 + UDP + VXLAN
+TUNNEL_NET, VXLAN_PORT, VXLAN_VNI = "198.19.0", 4789, 42     # inner addresses of the tunnel overlay
+GENEVE_PORT = 6081
+TUNNELS = ("vxlan", "geneve")
+
+
+def tunnel_overhead(ip_version: int) -> int:
+    """Bytes a VXLAN or GENEVE (no options) tunnel adds: inner Ethernet 14 + header 8 + UDP 8 + outer IP."""
+    return 14 + 8 + 8 + (40 if ip_version == 6 else 20)
 IPERF_PORT = 5201
 IPV4_TCP_HDR = 40
 #: iptables ``-m length`` floor of a "data segment" for ``loss``: bigger than any handshake,
@@ -121,8 +127,8 @@ class LabSettings:
     measure_rtt: bool = False         # TCP ping-pong over the idle path before iperf3 (LabResult.base_rtt_ns)
     ip_version: int = 4               # 4, or 6 (addresses in 2001:2::/48)
     gso_max_size: int | None = None   # BIG TCP: the sender's gso_max_size (IPv6) / gso_ipv4_max_size (IPv4)
-    tunnel: str | None = None         # "vxlan": TCP runs over a VXLAN overlay between sender and receiver
-    tunnel_csum: bool = False         # VXLAN udpcsum: outer UDP checksums (SKB_GSO_UDP_TUNNEL_CSUM)
+    tunnel: str | None = None         # "vxlan"/"geneve": TCP (IPv4) runs over an overlay; ip_version is the underlay's
+    tunnel_csum: bool = False         # outer UDP checksums (SKB_GSO_UDP_TUNNEL_CSUM): udpcsum, or IPv6 without udp6zerocsumtx
     extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -151,13 +157,12 @@ class LabSettings:
             raise ValueError(f"ip_version {self.ip_version}: choose 4 or 6")
         if self.gso_max_size is not None and not 65536 <= self.gso_max_size <= 524280:
             raise ValueError(f"gso_max_size {self.gso_max_size} is out of range: BIG TCP takes 65536..524280")
-        if self.tunnel not in (None, "vxlan") or (self.tunnel and (self.ip_version != 4
-                                                                    or self.topology != "router")):
-            raise ValueError(f"tunnel {self.tunnel!r}: the lab has 'vxlan' over IPv4, with the router topology")
+        if self.tunnel not in (None, *TUNNELS) or (self.tunnel and self.topology != "router"):
+            raise ValueError(f"tunnel {self.tunnel!r}: the lab has 'vxlan' or 'geneve', with the router topology")
         if self.ip_version == 6 and (self.clamp or self.loss or self.drop_gso or self.blackhole_mtu):
             raise ValueError("clamp, loss, drop_gso and blackhole_mtu use iptables rules for IPv4 only: "
                              "drop them with ip_version 6")
-        hdr = self.ip_tcp_hdr
+        hdr = self.inner_ip_tcp_hdr
         if self.mss is not None and not 88 <= self.mss <= self.mtu - hdr:
             raise ValueError(f"MSS {self.mss} does not fit: iperf3 -M takes 88..{self.mtu - hdr} "
                              f"with MTU {self.mtu} (IPv{self.ip_version} + TCP 20 leave {self.mtu - hdr})")
@@ -199,6 +204,11 @@ class LabSettings:
         return IPV6_TCP_HDR if self.ip_version == 6 else IPV4_TCP_HDR
 
     @property
+    def inner_ip_tcp_hdr(self) -> int:
+        """IP + TCP header bytes of the TCP packets (an overlay carries IPv4)."""
+        return IPV4_TCP_HDR if self.tunnel else self.ip_tcp_hdr
+
+    @property
     def points(self) -> tuple[str, ...]:
         """Capture points of the topology, in path order."""
         return ("snd", "router-in", "router-out", "rcv") if self.topology == "router" else ("snd", "rcv")
@@ -222,8 +232,8 @@ class LabSettings:
         """
         opts = 12 if self.timestamps else 0
         mss = min(self.mtu, self.egress_mtu) - self.ip_tcp_hdr
-        if self.tunnel:                   # the VXLAN device's MTU: the link's minus the encapsulation
-            mss = self.mtu - VXLAN_OVERHEAD - self.ip_tcp_hdr
+        if self.tunnel:                   # the tunnel device's MTU: the link's minus the encapsulation
+            mss = self.mtu - tunnel_overhead(self.ip_version) - self.inner_ip_tcp_hdr
         for cap in (self.mss, self.clamp):
             if cap:
                 mss = min(mss, cap)
@@ -344,17 +354,32 @@ class Topology:
                 self.nsx(rcv.ns, ["sh", "-c", f"echo {int(v)} > /sys/class/net/{rcv.name}/{knob}"])
         self._shape()
         if s.tunnel:
-            self._vxlan()
+            self._tunnel()
 
-    def _vxlan(self) -> None:
-        """A VXLAN device in the sender and the receiver, over the routed underlay."""
+    def _tunnel(self) -> None:
+        """A VXLAN or GENEVE device in the sender and the receiver, over the routed underlay."""
+        s = self.s
         ends = (("snd", self.ifaces["snd"], self.ifaces["rcv"].addr, f"{TUNNEL_NET}.1"),
                 ("rcv", self.ifaces["rcv"], self.ifaces["snd"].addr, f"{TUNNEL_NET}.2"))
+        if s.ip_version == 6:             # IPv6 underlay: checksums unless udp6zerocsumtx (and rx to accept them)
+            csum = [] if s.tunnel_csum else ["udp6zerocsumtx", "udp6zerocsumrx"]
+        else:
+            csum = ["udpcsum" if s.tunnel_csum else "noudpcsum"]
         for role, under, remote, inner in ends:
             ns = self.ns[role]
-            self.sh(["ip", "-n", ns, "link", "add", "oklvx0", "mtu", str(self.s.mtu - VXLAN_OVERHEAD), "type",
-                     "vxlan", "id", str(VXLAN_VNI), "local", under.addr, "remote", remote, "dev", under.name,
-                     "dstport", str(VXLAN_PORT), "udpcsum" if self.s.tunnel_csum else "noudpcsum"])
+            if s.tunnel == "geneve":      # no local/dev: the route to the remote picks the underlay
+                kind = ["geneve", "id", str(VXLAN_VNI), "remote", remote, "dstport", str(GENEVE_PORT)]
+            else:
+                kind = ["vxlan", "id", str(VXLAN_VNI), "local", under.addr, "remote", remote, "dev", under.name,
+                        "dstport", str(VXLAN_PORT)]
+            add = ["ip", "-n", ns, "link", "add", "oklvx0", "mtu", str(s.mtu - tunnel_overhead(s.ip_version)),
+                   "type", *kind, *csum]
+            p = self.sh(add, check=False)
+            if p.returncode != 0 and "Unknown device type" in p.stderr:
+                raise safety.LabUnavailable(f"This kernel has no {s.tunnel} device (CONFIG_{s.tunnel.upper()}), "
+                                            f"so the lab cannot build the {s.tunnel} tunnel; use tunnel vxlan.")
+            if p.returncode != 0:
+                raise RuntimeError(f"lab command failed: {shlex.join(add)}: {p.stderr.strip()}")
             # no IPv6 on the overlay: its late MLD reports would make tcpdump's counters race
             self.nsx(ns, ["sysctl", "-qw", "net.ipv6.conf.oklvx0.disable_ipv6=1"])
             self.sh(["ip", "-n", ns, "addr", "add", f"{inner}/24", "dev", "oklvx0"])

@@ -12,8 +12,8 @@ trace says:
 The payload is synthetic (zeros) unless the caller supplies bytes per row. TCP
 options are laid out by :func:`offloadkit.packet.tcp_options.options_bytes`. A
 model super-packet whose IP total length exceeds 65535 is written with IP total
-length 0, as captured TSO packets are. Encapsulations (VLAN, PPPoE, MPLS; VXLAN
-outermost) come from the ``encap`` column.
+length 0, as captured TSO packets are. Encapsulations (VLAN, PPPoE, MPLS; VXLAN or
+GENEVE outermost) come from the ``encap`` column.
 """
 from __future__ import annotations
 
@@ -23,12 +23,14 @@ from typing import Callable, Sequence, Union
 from .. import codes
 from ..trace import Trace
 from .csum import ip_header_checksum, tcp_checksums, tcp_field_value
+from .link import ETH_P_TEB
 from .tcp_options import options_bytes
 
 SNAPLEN = 262144
 ETH_SRC = bytes.fromhex("020000000001")
 ETH_DST = bytes.fromhex("020000000002")
 VXLAN_PORT = 4789
+GENEVE_PORT = 6081
 VXLAN_OUTER_SRC = bytes([198, 18, 255, 1])
 VXLAN_OUTER_DST = bytes([198, 18, 255, 2])
 PAYLOAD_SOURCE = Union[None, Callable[[int], bytes], Sequence[bytes]]
@@ -98,7 +100,7 @@ def build_packet(r: Rows, i: int, data: bytes | None, zeros: bool = True) -> tup
 
 
 def _l2_bytes(r: Rows, i: int, version: int, ip_full_len: int) -> bytes:
-    """Ethernet header and the row's encapsulations (VLAN, PPPoE, MPLS; VXLAN outermost)."""
+    """Ethernet header and the row's encapsulations (VLAN, PPPoE, MPLS; VXLAN or GENEVE outermost)."""
     c = r.c
     enc = c["encap"][i]
     ethertype = 0x86DD if version == 6 else 0x0800
@@ -117,9 +119,12 @@ def _l2_bytes(r: Rows, i: int, version: int, ip_full_len: int) -> bytes:
         inner = struct.pack("!HH", tci if tci >= 0 else 100, ethertype) + inner
         ethertype = 0x8100
     frame_l2 = ETH_DST + ETH_SRC + struct.pack("!H", ethertype) + inner
-    if enc & codes.ENC_VXLAN:
+    if enc & (codes.ENC_VXLAN | codes.ENC_GENEVE):
         vni = c["vni"][i]
-        vx = struct.pack("!II", 0x08000000, (vni if vni >= 0 else 1) << 8)
+        if enc & codes.ENC_VXLAN:
+            vx, port = struct.pack("!II", 0x08000000, (vni if vni >= 0 else 1) << 8), VXLAN_PORT
+        else:                    # GENEVE without options, an inner Ethernet frame (ETH_P_TEB)
+            vx, port = struct.pack("!BBHI", 0, 0, ETH_P_TEB, (vni if vni >= 0 else 1) << 8), GENEVE_PORT
         udp_len = 8 + len(vx) + len(frame_l2) + ip_full_len
         ip_len = 20 + udp_len
         oh = struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len if ip_len <= 0xFFFF else 0, 0, 0x4000, 64, 17,
@@ -129,7 +134,7 @@ def _l2_bytes(r: Rows, i: int, version: int, ip_full_len: int) -> bytes:
         # Outer UDP checksum: 0 (none) unless the row carries one; a nonzero column value
         # is written as given (computing it would need the whole inner frame).
         ucs = c["outer_udp_csum"][i]
-        udp = struct.pack("!HHHH", sport, VXLAN_PORT, udp_len & 0xFFFF, ucs if ucs > 0 else 0)
+        udp = struct.pack("!HHHH", sport, port, udp_len & 0xFFFF, ucs if ucs > 0 else 0)
         frame_l2 = ETH_DST + ETH_SRC + b"\x08\x00" + oh + udp + vx + frame_l2
     return frame_l2
 

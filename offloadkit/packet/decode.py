@@ -1,8 +1,8 @@
 """The one frame decoder: captured bytes -> Trace row fields and where each header sits.
 
 ``decode(linktype, buf, orig_len, fcs)`` walks the link header (``link.LINKTYPES``),
-VLAN/QinQ tags, MPLS label stacks, PPPoE sessions, one IPIP level, VXLAN (UDP
-4789/8472, the inner Ethernet frame), IPv4 and IPv6 (hop-by-hop, routing,
+VLAN/QinQ tags, MPLS label stacks, PPPoE sessions, one IPIP level, one UDP tunnel over
+IPv4 or IPv6 (VXLAN on UDP 4789/8472, GENEVE on 6081 with its options; the inner Ethernet frame), IPv4 and IPv6 (hop-by-hop, routing,
 destination and first-fragment extension headers) down to TCP. It returns
 ``(row, layout)``: ``row`` the Trace columns it read (TCP options parsed,
 checksum verdict ``csum_bad``/``csum_state`` as tcpdump gives it), ``layout`` the
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from .. import codes
 from .csum import tcp_checksums, tcpdump_verdict
-from .link import AF_INET6, ETHERTYPES, LINKTYPES, PPP_PROTOCOLS, VXLAN_PORTS
+from .link import AF_INET6, ETH_P_TEB, ETHERTYPES, GENEVE_PORT, LINKTYPES, PPP_PROTOCOLS, VXLAN_PORTS
 from .tcp_options import parse_options
 
 MAX_ORIG_LEN = 1 << 24        # larger "original lengths" are corrupt records (BIG TCP stays below)
@@ -44,9 +44,9 @@ class Layout:
     tcp: int = -1
     thl: int = 0
     pay: int = -1          # first TCP payload byte
-    outer: int = -1        # outer IP header of IPIP or VXLAN
+    outer: int = -1        # outer IP header of IPIP or a UDP tunnel
     outer_ver: int = 0
-    udp: int = -1          # VXLAN's outer UDP header
+    udp: int = -1          # a UDP tunnel's (VXLAN, GENEVE) outer UDP header
     pppoe: int = -1        # PPPoE session header (its length field covers the IP datagram)
     tags: tuple[int, int] = (-1, -1)    # VLAN tag bytes [start, end)
     ext6: tuple[int, int] = (-1, -1)    # IPv6 extension header bytes [start, end)
@@ -243,23 +243,39 @@ def _ipv6(buf, off, lay, row):
 
 
 def _udp(buf, ip_off, ver, l4, lay, row):
+    """A UDP tunnel over IPv4 or IPv6: VXLAN (4789/8472) or GENEVE (6081, with its options)."""
     n = len(buf)
-    if n < l4 + 8:
+    if n < l4 + 8 or row["encap"] & (codes.ENC_VXLAN | codes.ENC_GENEVE):
         return "not TCP"
-    if _be16(buf, l4 + 2) not in VXLAN_PORTS or row["encap"] & codes.ENC_VXLAN:
+    dport = _be16(buf, l4 + 2)
+    if dport in VXLAN_PORTS:
+        if n < l4 + 16:
+            return "frame cut inside its VXLAN header"
+        if not buf[l4 + 8] & 0x08:
+            return "not TCP"
+        row["encap"] |= codes.ENC_VXLAN
+        inner, proto = l4 + 16, ETH_P_TEB
+    elif dport == GENEVE_PORT:
+        if n < l4 + 16:
+            return "frame cut inside its GENEVE header"
+        if buf[l4 + 8] >> 6:
+            return "not TCP"                  # GENEVE version other than 0
+        inner = l4 + 16 + (buf[l4 + 8] & 0x3F) * 4
+        proto = _be16(buf, l4 + 10)
+        row["encap"] |= codes.ENC_GENEVE
+    else:
         return "not TCP"
-    if n < l4 + 16:
-        return "frame cut inside its VXLAN header"
-    if not buf[l4 + 8] & 0x08:
-        return "not TCP"
-    row["encap"] |= codes.ENC_VXLAN
     row["vni"] = struct.unpack(">I", buf[l4 + 12:l4 + 16])[0] >> 8
     row["outer_udp_csum"] = _be16(buf, l4 + 6)
     if lay.outer < 0:
         lay.outer, lay.outer_ver = ip_off, ver
     lay.udp = l4
     lay.tags = (-1, -1)
-    return _ether(buf, l4 + 16, lay, row)
+    if proto == ETH_P_TEB:
+        return _ether(buf, inner, lay, row)
+    if ETHERTYPES.get(proto) in ("ipv4", "ipv6"):
+        return _ethertype(buf, inner, proto, lay, row)
+    return "not TCP"
 
 
 def _tcp(buf, ip_off, t, seg_len, src, dst, lay, row):

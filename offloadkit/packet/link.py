@@ -40,6 +40,8 @@ PPP_PROTOCOLS = {0x0021: 0x0800, 0x0057: 0x86DD, 0x0281: 0x8847}
 # BSD loopback address families that mean IPv6 (they differ per OS)
 AF_INET6 = (10, 24, 28, 30)
 VXLAN_PORTS = (4789, 8472)
+GENEVE_PORT = 6081
+ETH_P_TEB = 0x6558      # GENEVE's protocol type for an inner Ethernet frame
 
 LINKTYPE_MASK = 0x03FFFFFF
 FCS_FLAG = 0x04000000

@@ -13,15 +13,17 @@ Every record is decoded by ``packet.decode``; what the capture tells GRO
   on the wire, Ethernet padding); IP total length 0 takes the length from the frame;
 - ``ip_csum_ok``: the IPv4 header checksums (inner and outer) verify;
 - ``flow_key``: what else must be equal for two packets to be one flow (outer
-  addresses and UDP source port, IPv6 flow label and extension headers, VLAN tags);
+  addresses and UDP source port, outer and inner IPv6 flow label, IPv6 extension
+  headers, VLAN tags);
   ``opt_key``: the TCP option bytes, compared byte for byte;
 - TCP checksums are verified on the real bytes when the whole segment was
   captured (``csum_bad``); a pseudo-header sum (captured on a host with TX
   offload) counts as right. Header-only records are trusted.
 
 A merged packet is the first packet's headers patched as ``inet_gro_complete``
-/ ``tcp4_gro_complete`` do (IP total length, IPv6 payload length, outer IPv4/UDP
-lengths, IP header checksums, FIN/PSH ORed in, TCP checksum = the pseudo-header
+/ ``tcp4_gro_complete`` do (IP total length, IPv6 payload length, outer IPv4 or IPv6
+and UDP lengths, an outer UDP checksum as ``udp_gro_complete`` leaves it (the
+pseudo-header sum, or 0), IP header checksums, FIN/PSH ORed in, TCP checksum = the pseudo-header
 sum of a CHECKSUM_PARTIAL packet) followed by the merged payload bytes as far
 as captured; a packet delivered alone is copied byte for byte.
 """
@@ -37,7 +39,7 @@ from ..engine.checksum import CsumPasses
 from ..engine.gro import O_FIRST, O_FLOR, O_TIME, GroHints, GroParams, prepare, run_kernel
 from ..io.batch import Batch
 from ..io.records import Record
-from ..packet.csum import fold, ip_header_checksum, ones_sum, pseudo_sum, verifies
+from ..packet.csum import fold, ip_header_checksum, pseudo_sum, verifies
 from ..packet.decode import Layout, decode
 from ..packet.link import LINKTYPE_ETHERNET, LINKTYPES, append_fcs
 from ..trace import Trace
@@ -83,7 +85,10 @@ def frame_hints(linktype: int, buf: bytes, orig_len: int, fcs: int = 0):
     if lay.tags[0] >= 0:
         flow += buf[lay.tags[0]:lay.tags[1]]
     o = lay.outer
-    if o >= 0:
+    if o >= 0 and lay.outer_ver == 6 and lay.udp >= 0:     # UDP tunnel over IPv6: ipv6_gro_receive's key
+        flow += struct.pack("!I", struct.unpack_from("!I", buf, o)[0] & 0xF00FFFFF) + buf[o + 8:o + 40]
+        flow += buf[lay.udp:lay.udp + 2]
+    elif o >= 0:
         if lay.outer_ver != 4 or buf[o] != 0x45:
             return row, hint, lay
         hint["ip_csum_ok"] = verifies(buf[o:o + 20])
@@ -179,16 +184,21 @@ def merged_record(records: list[Record], layouts: list, rows: list[int], plens, 
         struct.pack_into("!H", buf, ip + 4, pl if pl <= 0xFFFF else 0)
         src, dst = bytes(buf[ip + 8:ip + 24]), bytes(buf[ip + 24:ip + 40])
     o = lay.outer
-    if o >= 0:
+    if o >= 0 and lay.outer_ver == 6:
+        pl = _be16(buf, o + 4) + delta
+        struct.pack_into("!H", buf, o + 4, pl if pl <= 0xFFFF else 0)
+        osrc, odst = bytes(buf[o + 8:o + 24]), bytes(buf[o + 24:o + 40])
+    elif o >= 0:
         tot = _be16(buf, o + 2) + delta
         struct.pack_into("!H", buf, o + 2, tot if tot <= 0xFFFF else 0)
         struct.pack_into("!H", buf, o + 10, 0)
         struct.pack_into("!H", buf, o + 10, ip_header_checksum(bytes(buf[o:o + 20])))
-        if lay.udp >= 0:
-            ulen = _be16(buf, lay.udp + 4) + delta
-            struct.pack_into("!H", buf, lay.udp + 4, ulen & 0xFFFF)
-            if _be16(buf, lay.udp + 6):
-                struct.pack_into("!H", buf, lay.udp + 6, fold(ones_sum(bytes(buf[o + 12:o + 20])) + 17 + ulen))
+        osrc, odst = bytes(buf[o + 12:o + 16]), bytes(buf[o + 16:o + 20])
+    if o >= 0 and lay.udp >= 0:       # udp_gro_complete: length; a checksum becomes the pseudo-header sum
+        ulen = _be16(buf, lay.udp + 4) + delta
+        struct.pack_into("!H", buf, lay.udp + 4, ulen & 0xFFFF)
+        if _be16(buf, lay.udp + 6):
+            struct.pack_into("!H", buf, lay.udp + 6, fold(pseudo_sum(osrc, odst, ulen, 17)))
     t = lay.tcp
     buf[t + 13] |= flags & (codes.FIN | codes.PSH)
     struct.pack_into("!H", buf, t + 16, fold(pseudo_sum(src, dst, lay.thl + plen_total)))

@@ -18,12 +18,11 @@ kept and the segments share the packet's timestamp. Frames are decoded by
   BIG TCP packet's hop-by-hop jumbo header (payload length 0) is taken out of
   every segment (``ipv6_hopopt_jumbo_remove``); IPv4 BIG TCP (total length 0)
   gets each segment's real total length;
-- VXLAN over IPv4 without outer UDP checksum (``skb_udp_tunnel_segment``): the
-  inner packet is cut as a plain one; per segment the outer IPv4 total length,
-  ID (the super-packet's + k) and header checksum and the outer UDP length are
-  patched (outer checksum 0 stays 0). Other tunnelled super-packets (outer UDP
-  checksum set, IPIP) are copied and counted (``SegmentRun.unsegmented``), and
-  the verb says so;
+- UDP tunnels (VXLAN, GENEVE; IPv4 or IPv6 outer, IPv4 or IPv6 inner; ``skb_udp_tunnel_segment``):
+  the inner packet is cut as a plain one and each segment's outer headers are what
+  ``rewrite.tunnel`` writes (outer length, IPv4 ID + k, UDP length, outer UDP checksum 0 or
+  the LCO value). IPIP super-packets are copied and counted (``SegmentRun.unsegmented``),
+  and the verb says so;
 - TCP checksum: PARTIAL segments (``sw-gso`` with TX checksum offload) carry the
   pseudo-header sum, as tcpdump sees it on the sending host; the others the full
   checksum over the real payload bytes (of a zero payload where it was not captured);
@@ -45,6 +44,7 @@ from ..packet.decode import Layout, decode
 from ..packet.link import append_fcs
 from ..trace import Trace
 from .segment_fast import build_segments
+from .tunnel import udp_tunnel_segment_header
 
 HEADER_COLUMNS = ("tos", "ip_id", "df", "frag", "ttl", "src_ip", "dst_ip", "sport", "dport", "seq", "ack",
                   "flags", "window", "urg_ptr", "payload_len", "ip_len", "ip_hlen", "tcp_hlen", "ip_version",
@@ -59,7 +59,7 @@ class SegmentRun:
     super_packets: int
     segments: int
     dropped: int
-    unsegmented: int = 0      # super-packets copied whole: tunnelled (not modelled yet)
+    unsegmented: int = 0      # super-packets copied whole: IPIP (not modelled yet)
     packets: int = 0          # input records
     written: int = 0          # output records
 
@@ -99,7 +99,7 @@ def segment_stream(chunks, write, mss: int, nic: str = "sw-gso", tx_csum: bool =
 
 
 def super_packet(rec: Record, mss: int):
-    """(row, layout) of a record that GSO would segment at ``mss``, "tunnel" for a tunnelled
+    """(row, layout) of a record that GSO would segment at ``mss``, "tunnel" for an IPIP
     super-packet (not segmented yet), else None."""
     got = decode(rec.linktype, rec.data, rec.orig_len, rec.fcs)
     if isinstance(got, str):
@@ -107,7 +107,7 @@ def super_packet(rec: Record, mss: int):
     row, lay = got
     if row["payload_len"] <= mss or row.get("frag", 0) & 0x2000 or lay.pay > lay.frame_len:
         return None
-    if lay.outer >= 0 and not (lay.udp >= 0 and lay.outer_ver == 4 and row["outer_udp_csum"] == 0):
+    if lay.outer >= 0 and lay.udp < 0:
         return "tunnel"
     return (row, lay) if lay.ver in (4, 6) else None
 
@@ -209,8 +209,6 @@ def _segment_record(rec: Record, row: dict, lay: Layout, s: dict, j: int, k: int
     l2 = bytearray(buf[:l3])
     if lay.pppoe >= 0:
         struct.pack_into("!H", l2, lay.pppoe + 4, (ip_len + 2) & 0xFFFF)
-    if lay.udp >= 0:
-        udp_tunnel_segment_header(l2, lay, ip_len, k)
     if lay.ver == 6:
         iph = ipv6_segment_header(buf[l3:t], s["ip_hlen"][j], ip_len)
         src, dst = buf[l3 + 8:l3 + 24], buf[l3 + 24:l3 + 40]
@@ -220,6 +218,9 @@ def _segment_record(rec: Record, row: dict, lay: Layout, s: dict, j: int, k: int
         struct.pack_into("!H", iph, 10, 0)
         struct.pack_into("!H", iph, 10, ip_header_checksum(bytes(iph)))
         src, dst = buf[l3 + 12:l3 + 16], buf[l3 + 16:l3 + 20]
+    if lay.udp >= 0:
+        udp_tunnel_segment_header(l2, lay.outer, lay.outer_ver, lay.udp, ip_len, k, bytes(iph), src, dst,
+                                  thl + pay)
     tcph = bytearray(buf[t:t + thl])
     struct.pack_into("!I", tcph, 4, s["seq"][j])
     f = s["flags"][j]
@@ -237,17 +238,6 @@ def _segment_record(rec: Record, row: dict, lay: Layout, s: dict, j: int, k: int
     struct.pack_into("!H", tcph, 16, check)
     data, orig = append_fcs(bytes(l2) + bytes(iph) + bytes(tcph) + bytes(known), l3 + ip_len, rec.fcs)
     return Record(rec.frame, rec.time_ns, rec.linktype, data, orig, rec.fcs)
-
-
-def udp_tunnel_segment_header(l2: bytearray, lay: Layout, ip_len: int, k: int) -> None:
-    """Segment k's outer headers of a VXLAN super-packet (outer IPv4, UDP checksum 0), in place:
-    ``uh->len = skb->len - udp_offset``; outer ``inet_gso_segment``: total length, ID + k, checksum."""
-    o, u, inner = lay.outer, lay.udp, len(l2)
-    struct.pack_into("!H", l2, u + 4, inner - u + ip_len)
-    oid = struct.unpack_from("!H", l2, o + 4)[0]
-    struct.pack_into("!HH", l2, o + 2, inner - o + ip_len, (oid + k) & 0xFFFF)
-    struct.pack_into("!H", l2, o + 10, 0)
-    struct.pack_into("!H", l2, o + 10, ip_header_checksum(bytes(l2[o:o + (l2[o] & 0x0F) * 4])))
 
 
 def ipv6_segment_header(hdr: bytes, ip_hlen: int, ip_len: int) -> bytearray:

@@ -45,16 +45,26 @@ NICS = {
 ENCAPS = {"none": 0, "VLAN": codes.ENC_VLAN, "MPLS": codes.ENC_MPLS, "PPPoE": codes.ENC_PPPOE,
           "VXLAN": codes.ENC_VXLAN}
 IP_HLEN, TCP_HLEN = 20, 20
+IP_VERSIONS = {"IPv4": 4, "IPv6": 6}
 ETH_OVERHEAD_BYTES = 14 + 4 + 8 + 12   # header, FCS, preamble, inter-frame gap
 MAX_PAYLOAD = 65535 - IP_HLEN - TCP_HLEN - 12
 SENDER_IP, RECEIVER_IP = 0xC6120001, 0xC6120102   # 198.18.0.1 -> 198.18.1.2 (benchmarking range)
+SENDER_IP6 = list(bytes.fromhex("20010002000100000000000000000001"))     # 2001:2:1::1 -> 2001:2:2::2
+RECEIVER_IP6 = list(bytes.fromhex("20010002000200000000000000000002"))
 TSO_NEEDS_TX_CSUM = ("TSO needs TX checksum offload: without it Linux turns TSO off "
                      "('tcp-segmentation-offload: off [requested on]') and GSO segments in software.")
 
 
-def max_mss(mtu: int) -> int:
-    """The largest MSS (payload bytes, timestamps on) an ``mtu``-byte IPv4 packet carries."""
-    return mss_from_mtu(int(mtu), timestamps=True)
+def ip_hlen(ip_version: int) -> int:
+    """IP header bytes of the intro's packets: 20 (IPv4) or 40 (IPv6)."""
+    if ip_version not in (4, 6):
+        raise ValueError(f"ip_version {ip_version!r}: choose 4 or 6.")
+    return 40 if ip_version == 6 else IP_HLEN
+
+
+def max_mss(mtu: int, ip_version: int = 4) -> int:
+    """The largest MSS (payload bytes, timestamps on) an ``mtu``-byte IPv4 or IPv6 packet carries."""
+    return mss_from_mtu(int(mtu), timestamps=True, ip_hlen=ip_hlen(ip_version))
 
 
 def marked_lines(t: Trace) -> list[str]:
@@ -104,7 +114,8 @@ class OnePacket:
     @property
     def hop_payload_limit(self) -> int:
         """The largest TCP payload (with timestamps) that fits the hop: IP MTU - 20 - 32."""
-        return self.hop.ip_mtu_bytes - IP_HLEN - TCP_HLEN - tcp_options_bytes(timestamps=True)
+        return (self.hop.ip_mtu_bytes - ip_hlen(self.settings.get("ip_version", 4)) - TCP_HLEN
+                - tcp_options_bytes(timestamps=True))
 
     @property
     def dropped(self) -> Trace:
@@ -142,8 +153,9 @@ class OnePacket:
         return rows
 
 
-def super_packet(payload: int, mss: int) -> Trace:
+def super_packet(payload: int, mss: int, ip_version: int = 4) -> Trace:
     """The sender's TCP packet: one ``payload``-byte skb (gso_size ``mss`` when TSO/GSO builds it)."""
+    ihl = ip_hlen(ip_version)
     if not 1 <= payload <= MAX_PAYLOAD:
         raise ValueError(f"payload {payload} bytes is outside 1..{MAX_PAYLOAD} (one IP packet is at most 64 KB); "
                          f"choose a smaller payload.")
@@ -152,9 +164,11 @@ def super_packet(payload: int, mss: int) -> Trace:
     t = Trace.from_columns(
         points=("sender stack",), seq=1, ack=1, payload_len=payload, flags=codes.ACK | codes.PSH,
         window=502, tcp_hlen=TCP_HLEN + opts, opt_ts=True, tsval=100, tsecr=200,
-        ip_len=IP_HLEN + TCP_HLEN + opts + payload, ip_id=4242, src_ip=SENDER_IP, dst_ip=RECEIVER_IP,
-        sport=40000, dport=5001, gso_size=mss if segs > 1 else 0, gso_segs=segs if segs > 1 else 0,
-        gso_type=codes.GSO_TCPV4 if segs > 1 else 0, csum_state=codes.CSUM_PARTIAL)
+        ip_len=ihl + TCP_HLEN + opts + payload, ip_id=4242 if ip_version == 4 else 0, sport=40000, dport=5001,
+        gso_size=mss if segs > 1 else 0, gso_segs=segs if segs > 1 else 0, csum_state=codes.CSUM_PARTIAL,
+        gso_type=(codes.GSO_TCPV4 if ip_version == 4 else codes.GSO_TCPV6) if segs > 1 else 0,
+        **({"src_ip": SENDER_IP, "dst_ip": RECEIVER_IP} if ip_version == 4 else
+           {"ip_version": 6, "ip_hlen": ihl, "src_ip6": [SENDER_IP6], "dst_ip6": [RECEIVER_IP6]}))
     return checksum.fill_checksums(t)
 
 
@@ -165,9 +179,12 @@ def _on_wire(t: Trace) -> Trace:
 
 
 def one_packet(mss: int = 1448, mtu: int = 1500, payload: int = 2880, tso: bool = True, gro: bool = True,
-               tx_csum: bool = True, rx_csum: bool = True, nic: str = "hw-tso", encap: str = "none") -> OnePacket:
+               tx_csum: bool = True, rx_csum: bool = True, nic: str = "hw-tso", encap: str = "none",
+               ip_version: int = 4) -> OnePacket:
     """Send one ``payload``-byte TCP write through the sender, one hop and the receiver.
 
+    ``ip_version`` 6: a 40-byte IPv6 header (no IP ID); the rtl8139 models have no TSO6, so the
+    stack segments IPv6 in software before them (``engine.segment.cp_tso_family``).
     ``tx_csum``: the sender NIC's TX checksum offload; ``rx_csum``: the receiver
     NIC's RX checksum offload (CHECKSUM_UNNECESSARY, else GRO and TCP sum in software).
     """
@@ -175,10 +192,10 @@ def one_packet(mss: int = 1448, mtu: int = 1500, payload: int = 2880, tso: bool 
         raise ValueError(f"unknown NIC {nic!r}; choose one of {', '.join(NICS)}.")
     if encap not in ENCAPS:
         raise ValueError(f"unknown encapsulation {encap!r}; choose one of {', '.join(ENCAPS)}.")
-    check_mss_fits(mss, mtu, timestamps=True)
+    check_mss_fits(mss, mtu, timestamps=True, ip_hlen=ip_hlen(ip_version))
     hop = Hop(mtu=int(mtu), encap=(encap.lower(),) if ENCAPS[encap] else ())
     notes = []
-    sp = super_packet(int(payload), int(mss))
+    sp = super_packet(int(payload), int(mss), int(ip_version))
     gso = bool(tso) and bool(sp.gso_size[0] > 0)
     tso_hw = gso and tso_requires_tx_csum(tso, tx_csum)
     passes = []
@@ -224,6 +241,6 @@ def one_packet(mss: int = 1448, mtu: int = 1500, payload: int = 2880, tso: bool 
                      f"- {encap if encap != 'none' else 'no encapsulation'} ({hop.encap_overhead_bytes}) leaves "
                      f"{hop.ip_mtu_bytes}; dropped silently (no ICMP: a PMTUD black hole).")
     settings = {"mss": mss, "mtu": mtu, "payload": payload, "tso": tso, "gro": gro, "tx_csum": tx_csum,
-                "rx_csum": rx_csum, "nic": nic, "encap": encap}
+                "rx_csum": rx_csum, "nic": nic, "encap": encap, "ip_version": ip_version}
     return OnePacket(settings, trace, lines, checksum.CsumPasses.concat(passes), g, bool(tso_hw), hop, notes,
                      {p: t.with_point(p) for p, t in seen.items()})

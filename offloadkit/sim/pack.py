@@ -15,7 +15,7 @@ import numpy as np
 
 from ..engine import tcp as K
 from ..engine.segment import NIC_MODELS, NicModel, nic_chunk_size
-from .scenario import Hop, Scenario
+from .scenario import IP_HLEN, Hop, Scenario
 
 MAX_EVENTS = 2_000_000_000
 MAX_WORLD_BYTES = 2 << 30         # what one run may allocate (a Binder pod has 1-2 GB)
@@ -51,7 +51,9 @@ def derived(sc: Scenario) -> SimpleNamespace:
     """Values several slots need: MSS, TCP header length, end time, sampling interval, pool sizes."""
     tcp = sc.tcp
     mss = sc.mss_bytes
-    thl = tcp.tcp_hlen
+    # the event loop writes every IP length as 20 + thl + payload: the IP header bytes beyond IPv4's
+    # 20 (IPv6: 20 more) travel in this slot, so lengths, MTU checks and wire times count them
+    thl = tcp.tcp_hlen + sc.ip_hlen - IP_HLEN
     min_hop_ip_mtu = min(h.mtu - h.encap_overhead_bytes for h in sc.path)
     mss_min = max(8, min(mss, min_hop_ip_mtu - 20 - thl)) if any(h.icmp for h in sc.path) else mss
     qtot = sum(queue_slots(h) for h in sc.path)

@@ -25,6 +25,7 @@ from ..engine.segment import NIC_MODELS, TCP_MIN_SND_MSS, check_mss_fits, tcp_op
 
 ETH_HLEN = 14
 IP_HLEN = 20
+IPV6_HLEN = 40
 TCP_HLEN = 20
 CC_NAMES = ("newreno", "cubic")
 RX_CSUM_NAMES = tuple(m for m in RX_CSUM_MODES if m != "trace")
@@ -410,6 +411,8 @@ class Scenario:
         Interval of the cwnd/delivery time series (None: about 1000 samples over the run).
     per_flow : tuple of Flow
         One :class:`Flow` per flow when flows differ (size, start, RTT, congestion control).
+    ip_version : int
+        4, or 6: a 40-byte IPv6 header on every packet (MSS 1428 with timestamps at MTU 1500), no IP ID.
     """
 
     tcp: Tcp = field(default_factory=Tcp)
@@ -426,6 +429,7 @@ class Scenario:
     trace_limit: int = 20_000
     sample_ns: int | None = None
     per_flow: tuple[Flow, ...] = ()
+    ip_version: int = 4
 
     def __post_init__(self):
         path = (self.path,) if isinstance(self.path, Hop) else tuple(self.path)
@@ -450,6 +454,11 @@ class Scenario:
         if self.duration_ns is not None:
             _check_int("duration", self.duration_ns, 1000, 3600 * 10**9, " ns (at most one hour)")
         _check_int("seed", self.seed, 0, 2**63 - 1)
+        if self.ip_version not in (4, 6):
+            raise ValueError(f"ip_version {self.ip_version!r}: choose 4 or 6")
+        if self.ip_version == 6 and self.nic.model.startswith("rtl8139"):
+            raise ValueError(f"NIC model {self.nic.model} with IPv6: 8139cp offers TSO for IPv4 only (no TSO6), "
+                             f"so the stack segments IPv6 in software; use nic 'sw-gso' or 'hw-tso'")
         _check_int("trace limit", self.trace_limit, 0, 50_000_000, " packets per capture point")
         if self.sample_ns is not None:
             _check_int("sample interval", self.sample_ns, 1000, None, " ns")
@@ -459,7 +468,7 @@ class Scenario:
         # MSS: given, or from the NIC MTU and the clamp; it must fit in the NIC MTU.
         opts = self.tcp.options_bytes
         if self.tcp.mss is not None:
-            check_mss_fits(self.tcp.mss, self.nic.mtu, timestamps=self.tcp.timestamps, ip_hlen=IP_HLEN)
+            check_mss_fits(self.tcp.mss, self.nic.mtu, timestamps=self.tcp.timestamps, ip_hlen=self.ip_hlen)
         units = self.flows * (self.tcp.rwnd_bytes // max(self.mss_bytes, 1))
         if units > 4_000_000:
             raise ValueError(f"{self.flows} flow(s) x a {self.tcp.rwnd_bytes}-byte receive window of "
@@ -472,14 +481,19 @@ class Scenario:
                                  f"frame (every packet would be dropped); give at least {frame} bytes")
         if self.mss_bytes < 8:
             raise ValueError(f"MTU {self.nic.mtu} leaves {self.mss_bytes} payload bytes per segment; "
-                             f"use an MTU of at least {IP_HLEN + TCP_HLEN + opts + 48}")
+                             f"use an MTU of at least {self.ip_hlen + TCP_HLEN + opts + 48}")
+
+    @property
+    def ip_hlen(self) -> int:
+        """Bytes of the IP header on every packet: 20 (IPv4, no options) or 40 (IPv6)."""
+        return IPV6_HLEN if self.ip_version == 6 else IP_HLEN
 
     @property
     def mss_bytes(self) -> int:
         """Payload bytes per segment the sender uses at the start (``mss_now``)."""
         if self.tcp.mss is not None:
             return self.tcp.mss
-        mss = self.nic.mtu - IP_HLEN - TCP_HLEN
+        mss = self.nic.mtu - self.ip_hlen - TCP_HLEN
         if self.tcp.mss_clamp is not None:
             mss = min(mss, self.tcp.mss_clamp)
         return max(mss, TCP_MIN_SND_MSS) - self.tcp.options_bytes

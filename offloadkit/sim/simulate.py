@@ -28,6 +28,7 @@ from ..engine import csum_math
 from ..engine import tcp as K
 from ..engine.gro import GroParams, gro
 from ..engine.tcp.rows import OUT_COLUMNS, rows_to_columns
+from .ipv6 import as_ipv6, ipv6_partial_check
 from .pack import pack
 from .scenario import Hop, Scenario
 from ..trace import FIELDS, Trace
@@ -237,6 +238,8 @@ def assemble(sc: Scenario, W: K.World) -> Result:
     keep = order[(pt < recv_code) | ((pt == recv_code) & ~data)]    # by point, then time; the receiver's ACKs last
     loop_recv = _rows_trace(R, order[(pt == recv_code) & data], points, consts).with_point(names[-1])
     rx = _rows_trace(R, order[pt == npts], points, consts)      # the hidden point: what each NAPI poll took
+    if sc.ip_version == 6:
+        loop_recv, rx = as_ipv6(loop_recv, SENDER_IP), as_ipv6(rx, SENDER_IP)
     # kernel-exact GRO over what each NAPI poll took (one poll = one timestamp)
     if len(rx):
         ip_c, tcp_c = csum_math.trace_checksums(rx, True)
@@ -260,6 +263,9 @@ def assemble(sc: Scenario, W: K.World) -> Result:
         cols[name][dest_recv] = c
     cols["point"][dest_recv] = recv_code
     _fill(cols, R, keep, dest, consts)
+    if sc.ip_version == 6:
+        trace = as_ipv6(trace, SENDER_IP)
+        cols = trace.columns
     if len(trace):
         # header checksums as a capture would show them: the pseudo-header sum while CHECKSUM_PARTIAL
         ip_c, tcp_c = csum_math.trace_checksums(trace, True)
@@ -267,6 +273,9 @@ def assemble(sc: Scenario, W: K.World) -> Result:
         pseudo = np.zeros(len(part), np.uint16)
         csum_math.tcp_pseudo_kernel(cols["src_ip"][part], cols["dst_ip"][part], cols["tcp_hlen"][part],
                                     cols["payload_len"][part], pseudo)
+        if sc.ip_version == 6:
+            pseudo = ipv6_partial_check(cols["src_ip6"][part], cols["dst_ip6"][part],
+                                        cols["tcp_hlen"][part].astype(np.int64) + cols["payload_len"][part])
         tcp_c[part] = pseudo
         ip_c[dest_recv] = recv.ip_csum
         tcp_c[dest_recv] = recv.tcp_csum

@@ -28,6 +28,7 @@ CONTROLS: dict[str, tuple[str, str]] = {
                                         "checksum it vouches for (outer UDP only, inner TCP too, none)")),
     "nic": ("NIC", "the sender device's segmentation model"),
     "encap": ("encapsulation", "headers the hop adds inside its MTU"),
+    "ip_version": ("IP", "IPv4 (20-byte header) or IPv6 (40-byte header, no IP ID)"),
     "mpls": ("MPLS label on the route", "the route pushes label 100"),
     "segmenter": ("GSO skbs on the labelled route", "dropped (before 4.9), or software GSO (4.9 fix, 48d2ab609b6b)"),
     "drop_reason": ("errno of the GSO drop", "EPROTONOSUPPORT (no mpls_gso module) or EINVAL (mpls_gso loaded)"),

@@ -5,7 +5,7 @@ notebook cells); every control is one of its arguments, with the same name.
 """
 from __future__ import annotations
 
-from ..sim.one_packet import ENCAPS, NICS, POINTS, OnePacket, max_mss, one_packet
+from ..sim.one_packet import ENCAPS, IP_VERSIONS, NICS, POINTS, OnePacket, max_mss, one_packet
 from . import views
 from .controls import choice, control
 from .dashboard import Dashboard
@@ -68,7 +68,7 @@ DESCRIPTION = ("<p style='margin:2px 0 6px 0;max-width:100%'>One TCP write of <i
 
 def build(**overrides) -> Dashboard:
     """``dashboard("intro", mss=..., mtu=..., payload=..., tso=..., gro=..., tx_csum=..., rx_csum=...,
-    nic=..., encap=...)``: the arguments of ``one_packet``."""
+    nic=..., encap=..., ip_version=...)``: the arguments of ``one_packet``."""
     controls = {
         "mss": control("mss", 1448, 88, max_mss(9000)),
         "mtu": control("mtu", 1500, 576, 9000),
@@ -79,8 +79,9 @@ def build(**overrides) -> Dashboard:
         "rx_csum": control("rx_csum", True, where="receiver"),
         "nic": choice("NIC", [(label, name) for name, label in NICS.items()], "hw-tso"),
         "encap": choice("encapsulation", list(ENCAPS), "none"),
+        "ip_version": control("ip_version", 4, options=list(IP_VERSIONS.items())),
     }
     return Dashboard("Offloads 101: one super-packet, end to end", controls, compute, VIEWS, texts=TEXTS,
                      readout=readout, notes=lambda r: " ".join(r.notes) or None, static_html=static_html,
-                     description=DESCRIPTION, mss_max=lambda v: max_mss(v["mtu"]), overrides=overrides,
+                     description=DESCRIPTION, mss_max=lambda v: max_mss(v["mtu"], v["ip_version"]), overrides=overrides,
                      layout=[["trace"], ["sizes", "checksum"]])

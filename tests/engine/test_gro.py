@@ -425,6 +425,18 @@ def test_ipv6_merges_and_traffic_class_differs():
     assert lens(r) == [2 * P]
 
 
+def test_ipv6_flow_label_is_part_of_the_flow():
+    """ipv6_gro_receive: first_word & htonl(0xF00FFFFF) must be 0, so another flow label is another flow;
+    a differing traffic class (0x0FF00000) only flushes (previous test)."""
+    a = np.arange(16, dtype=np.uint8)
+    v6 = dict(ip_version=6, src_ip6=a, dst_ip6=a[::-1], ip_hlen=40, ip_len=60 + P, flow_label=0x12345)
+    r = run(pkts(v6, dict(v6, flow_label=0x12346), fill=False))
+    assert lens(r) == [P, P] and reasons(r)[1] == R.GRO_NOT_SAME_FLOW
+    r = run(pkts(v6, v6, dict(v6, flow_label=0x54321, seq=300), dict(v6, seq=300), fill=False))
+    assert sorted(lens(r)) == [P, 3 * P]
+    assert lens(run(pkts(dict(flow_label=0x12345), dict(flow_label=0x54321)))) == [2 * P]   # IPv4: no flow label
+
+
 def test_ipv6_extension_headers_via_flow_key():
     a = np.arange(16, dtype=np.uint8)
     v6 = dict(ip_version=6, src_ip6=a, dst_ip6=a, ip_hlen=48, ip_len=68 + P)

@@ -303,13 +303,14 @@ def test_annotated_checksums_label_and_parse_back():
 
 @pytest.mark.skipif(TCPDUMP is None, reason="tcpdump not installed")
 @pytest.mark.parametrize("encap", [C.ENC_VLAN, C.ENC_MPLS, C.ENC_PPPOE, C.ENC_VXLAN, C.ENC_PPPOE | C.ENC_MPLS,
-                                   C.ENC_VXLAN | C.ENC_VLAN | C.ENC_MPLS])
+                                   C.ENC_VXLAN | C.ENC_VLAN | C.ENC_MPLS, C.ENC_GENEVE,
+                                   C.ENC_GENEVE | C.ENC_VLAN | C.ENC_MPLS])
 def test_render_encapsulations_like_tcpdump(tmp_path, encap):
     """The MPLS/PPPoE/VXLAN headers pcap.py writes print as tcpdump prints them; parse reads them back."""
     t = random_trace(seed=encap, n=40)
     n = len(t)
     t = t.replace(encap=np.full(n, encap), mpls_labels=np.full(n, 2 if encap & C.ENC_MPLS else 0),
-                  vni=np.full(n, 77 if encap & C.ENC_VXLAN else -1))
+                  vni=np.full(n, 77 if encap & (C.ENC_VXLAN | C.ENC_GENEVE) else -1))
     f = tmp_path / "e.pcap"
     P.write_pcap(f, t)
     for verbose in (False, True):

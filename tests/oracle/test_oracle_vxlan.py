@@ -5,15 +5,14 @@ the sender's VXLAN super-packets at router ingress, and the router's egress
 after software tunnel GSO (``tx-udp_tnl-segmentation off``). The inner
 segments must be what ``engine.segment`` makes of the inner super-packets
 (inner headers as for a plain segment). The outer headers per segment are
-checked as kernel facts (the engine does not model the outer headers yet):
-outer UDP length = inner IP length + 30, outer IPv4 total length = UDP length
-+ 20, outer IP IDs consecutive from the super-packet's, outer UDP source port
-and VNI copied, and the outer UDP checksum 0 without ``udpcsum``. With it
-(SKB_GSO_UDP_TUNNEL_CSUM) the super-packet carries the CHECKSUM_PARTIAL
-pseudo-header sum; the segments carry one value per UDP length (33384 for
-1480, 33724 for 1140 in the committed capture: value + length constant), not
-their pseudo-header sum: which branch of ``__skb_udp_tunnel_segment``
-(``gso_make_checksum`` or PARTIAL) writes it is not settled yet.
+checked as kernel facts and against ``offloadkit segment``: outer UDP length =
+inner IP length + 30, outer IPv4 total length = UDP length + 20, outer IP IDs
+consecutive from the super-packet's, outer UDP source port and VNI copied, and
+the outer UDP checksum 0 without ``udpcsum``. With it (SKB_GSO_UDP_TUNNEL_CSUM)
+the super-packet carries the CHECKSUM_PARTIAL pseudo-header sum and every
+segment the LCO value of ``gso_make_checksum`` (``rewrite.tunnel``): the
+checksum the datagram has once the inner TCP checksum is filled in, not the
+segment's pseudo-header sum.
 """
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ import pytest
 from offloadkit.engine.segment import segment
 from offloadkit.lab import oracle
 from offloadkit.lab.grid import COMMITTED_VXLAN, load_case
-from offloadkit.lab.packets import ip_to_int, read_headers, vxlan_inner
+from offloadkit.lab.packets import ip_to_int, read_headers, udp_tunnel_inner
 
 CAPS = Path(__file__).resolve().parents[2] / "offloadkit" / "data" / "captures" / "vxlan"
 CASES = sorted(COMMITTED_VXLAN)
@@ -39,7 +38,7 @@ def outer_headers(path, sender_ip: str) -> list[dict]:
     rows = []
     with open(path, "rb") as f:
         for _, buf in dpkt.pcap.Reader(f):
-            vx = vxlan_inner(buf)
+            vx = udp_tunnel_inner(buf)
             if vx is None:
                 continue
             inner = vx[0]
@@ -87,7 +86,7 @@ def test_committed_vxlan_captures_are_complete():
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_vxlan_inner_segments_equal_the_kits(name):
+def test_udp_tunnel_inner_segments_equal_the_kits(name):
     """MTU 1500 - 50 (VXLAN) - 40 - 12 = 1398; the inner packets cut as plain segments."""
     c = load_case(CAPS / name)
     eg = _read(c, "router-out")
@@ -125,8 +124,8 @@ def test_vxlan_outer_headers_per_segment_kernel_facts(name):
             checked += 1
         csums = [r["udp_csum"] for r in segs]
         if c["settings"]["tunnel_csum"]:
-            # the super-packet carries the CHECKSUM_PARTIAL pseudo-header sum; each segment a value
-            # of its own length, the same for equal lengths, which is not that sum (see module doc)
+            # the super-packet carries the CHECKSUM_PARTIAL pseudo-header sum; each segment its LCO
+            # value (checked against the kit below), the same for equal lengths, not its pseudo sum
             assert sp["udp_csum"] == outer_udp_pseudo(sp)
             assert 0 not in csums and all(x != outer_udp_pseudo(r) for x, r in zip(csums, segs))
             by_len = {}
@@ -137,16 +136,18 @@ def test_vxlan_outer_headers_per_segment_kernel_facts(name):
     assert checked > 50
 
 
-def test_segment_verb_equals_kernel_vxlan_egress(tmp_path):
-    """``offloadkit segment`` on VXLAN super-packets (outer UDP checksum 0): the kernel's egress,
-    inner fields (lab reader) and outer IPv4/UDP headers alike; the outer IP checksums verify."""
+@pytest.mark.parametrize("name", CASES)
+def test_segment_verb_equals_kernel_vxlan_egress(name, tmp_path):
+    """``offloadkit segment`` on VXLAN super-packets: the kernel's egress, inner fields (lab reader)
+    and outer IPv4/UDP headers alike, the outer UDP checksum (0, or LCO with udpcsum) included;
+    the outer IP checksums verify."""
     from kit_cli import run_verb
 
     from offloadkit.lab.packets import inet_csum_ok
-    c = load_case(CAPS / "vxlan-ts-mtu1500")
+    c = load_case(CAPS / name)
     out = tmp_path / "kit.pcap"
     code, err = run_verb(["segment", c["paths"]["router-in"], out, "--mss", 1398])
-    assert code == 0, err
+    assert code == 0 and "copied whole" not in err, err
     rep = oracle.compare_segmentation(out, c["paths"]["router-out"], c["sender_ip"], FIELDS)
     assert rep.ok and rep.matched == rep.egress_packets > 300, rep.summary()
     key = lambda r: (r["sport"], r["seq"], r["inner_id"])  # noqa: E731
@@ -156,16 +157,9 @@ def test_segment_verb_equals_kernel_vxlan_egress(tmp_path):
         got = kit[key(r)]
         for f in ("outer_len", "outer_id", "outer_df", "udp_sport", "udp_len", "udp_csum", "vni"):
             assert got[f] == r[f], (f, got, r)
+    assert (len({r["udp_csum"] for r in eg}) > 1) == c["settings"]["tunnel_csum"]
     import dpkt
     with open(out, "rb") as f:
         frames = [bytes(b) for _, b in dpkt.pcap.Reader(f)]
-    outer = [b[14:14 + (b[14] & 0x0F) * 4] for b in frames if vxlan_inner(b) is not None]
+    outer = [b[14:14 + (b[14] & 0x0F) * 4] for b in frames if udp_tunnel_inner(b) is not None]
     assert len(outer) > 300 and all(inet_csum_ok(h) for h in outer)
-
-
-def test_segment_verb_says_when_it_copies_tunnelled_super_packets(tmp_path):
-    """Outer UDP checksums (udpcsum): not modelled yet, so copied whole, and the verb warns."""
-    from kit_cli import run_verb
-    c = load_case(CAPS / "vxlan-csum-ts-mtu1500")
-    code, err = run_verb(["segment", c["paths"]["router-in"], tmp_path / "kit.pcap", "--mss", 1398])
-    assert code == 0 and "tunnelled (VXLAN/IPIP) super-packets over MSS 1398 were copied whole" in err

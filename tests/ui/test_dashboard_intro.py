@@ -38,7 +38,8 @@ def same_as_library(d):
 
 
 def test_contract(dash):
-    assert set(dash.controls) == {"mss", "mtu", "gro", "tx_csum", "rx_csum", "tso", "nic", "encap", "payload"}
+    assert set(dash.controls) == {"mss", "mtu", "gro", "tx_csum", "rx_csum", "tso", "nic", "encap", "payload",
+                                  "ip_version"}
     assert set(dash.charts) == {"sizes", "checksum"} and set(dash.text_panels) == {"trace"}
     assert all(isinstance(c, alt.JupyterChart) for c in dash.charts.values())
     assert dash.error is None and dash.result.sizes("wire") == [1448, 1432]

@@ -7,7 +7,8 @@ receiver (GRO on unless the case says off) -- runs iperf3 and captures with
 ``tcpdump -s 128`` at router ingress (super-packets), router egress (software
 GSO segments) and the receiver (after GRO). Output: ``<out>/<case>/`` with
 ``router-in.pcap``, ``router-out.pcap``, ``rcv.pcap`` and ``settings.json``
-(the IPv6 and BIG TCP cases, ``COMMITTED_IPV6``, in ``<out>/ipv6/<case>/``; VXLAN in ``<out>/vxlan/``).
+(the IPv6 and BIG TCP cases, ``COMMITTED_IPV6``, in ``<out>/ipv6/<case>/``; VXLAN in ``<out>/vxlan/``;
+VXLAN/GENEVE over IPv6 and GENEVE in ``<out>/tunnel/``).
 
     sudo .venv/bin/python data/captures/make_captures.py            # all cases, here
     sudo .venv/bin/python data/captures/make_captures.py --only ts-mss536 --out /tmp/caps
@@ -21,10 +22,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from offloadkit.lab import LabUnavailable  # noqa: E402
-from offloadkit.lab.grid import COMMITTED, COMMITTED_IPV6, COMMITTED_VXLAN, capture_case, load_case  # noqa: E402
+from offloadkit.lab.grid import (COMMITTED, COMMITTED_IPV6, COMMITTED_TUNNEL, COMMITTED_VXLAN,  # noqa: E402
+                                 capture_case, load_case)
 from offloadkit.lab.packets import read_headers  # noqa: E402
 
-GRIDS = {"": COMMITTED, "ipv6": COMMITTED_IPV6, "vxlan": COMMITTED_VXLAN}     # sub-folder -> cases
+GRIDS = {"": COMMITTED, "ipv6": COMMITTED_IPV6, "vxlan": COMMITTED_VXLAN,         # sub-folder -> cases
+         "tunnel": COMMITTED_TUNNEL}
 
 
 def jumbo_packets(case_dir) -> int:
@@ -36,7 +39,7 @@ def jumbo_packets(case_dir) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=str(Path(__file__).resolve().parent))
-    p.add_argument("--only", nargs="*", choices=sorted(COMMITTED) + sorted(COMMITTED_IPV6) + sorted(COMMITTED_VXLAN),
+    p.add_argument("--only", nargs="*", choices=sorted(name for grid in GRIDS.values() for name in grid),
                    help="cases to (re)make")
     p.add_argument("--until-jumbo", type=int, default=0, metavar="N",
                    help="BIG TCP cases: run again (up to 10 times) until router-in holds N jumbo packets")
