@@ -137,6 +137,15 @@ class Trace:
         """Rows by slice, boolean mask or integer indices; always returns a Trace."""
         if isinstance(index, (int, np.integer)):
             index = slice(index, index + 1 if index != -1 else None)
+        elif not isinstance(index, slice):
+            index = np.asarray(index)
+            if index.dtype == bool:    # one pass over the mask, then a gather per column
+                if len(index) != len(self):
+                    raise IndexError(f"boolean index of length {len(index)} for a trace of {len(self)} packets")
+                index = np.flatnonzero(index)
+            elif index.size == 0:
+                index = index.astype(np.intp)
+            return Trace({k: v.take(index, axis=0) for k, v in self.columns.items()}, self.points, dict(self.meta))
         return Trace({k: v[index] for k, v in self.columns.items()}, self.points, dict(self.meta))
 
     def replace(self, **columns) -> "Trace":

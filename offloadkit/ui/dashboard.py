@@ -7,7 +7,8 @@ per view (``result -> altair chart``) and a one-line readout.
 Contract (exercised by ``tests/test_dashboard*.py``):
 
 - ``controls``: ipywidgets keyed by name; ``charts``: one persistent
-  ``altair.JupyterChart`` per view, whose ``.chart`` is reassigned on recompute.
+  ``altair.JupyterChart`` per view (a :class:`~offloadkit.ui.live_chart.LiveChart`: the browser
+  redraws a change of data only without re-embedding), whose ``.chart`` is reassigned on recompute.
 - Recomputation is synchronous, in the control's observer: once
   ``dash.controls[name].value = x`` returns, ``dash.result`` and every chart
   reflect ``x``.
@@ -34,6 +35,7 @@ import altair as alt
 import ipywidgets as W
 
 from .controls import apply_overrides, choice, control_values, int_slider, toggle
+from .live_chart import LiveChart
 from .offline import enable_offline
 from .views import VegaLite, message_chart
 
@@ -87,7 +89,7 @@ class Dashboard:
         self.readout = W.HTML(value="", layout=W.Layout(max_width="100%"))
         self.readout.add_class("offloadkit-readout")
         self.charts: dict[str, alt.JupyterChart] = {
-            name: alt.JupyterChart(message_chart("no result yet"), embed_options=dict(EMBED_OPTIONS))
+            name: LiveChart(message_chart("no result yet"), embed_options=dict(EMBED_OPTIONS))
             for name in self.views}
         for name, chart in self.charts.items():
             chart.add_class(f"offloadkit-chart-{name}")
