@@ -168,8 +168,12 @@ class Trace:
             raise ValueError(f"no capture point {name!r}; this trace has {list(self.points)}") from None
 
     def at(self, name: str) -> "Trace":
-        """The packets seen at one capture point."""
-        return self[self.columns["point"] == self.point_code(name)]
+        """The packets seen at one capture point (views of the columns when that point's rows are
+        contiguous, as in a trace ordered by point: treat the result as read-only)."""
+        idx = np.flatnonzero(self.columns["point"] == self.point_code(name))
+        if len(idx) and int(idx[-1]) - int(idx[0]) + 1 == len(idx):
+            return self[int(idx[0]):int(idx[-1]) + 1]
+        return self[idx]
 
     def with_point(self, name: str) -> "Trace":
         """The same packets, all labelled as captured at ``name``."""
