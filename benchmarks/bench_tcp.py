@@ -10,11 +10,15 @@ the machine may be shared). Prints (best of 3 for the compiled loop):
 - ns-3's bulk scenario (100 Mbit/s, 20 ms RTT, 0.1 % loss, NewReno, 20 s): the loop, and simulate()
   with traces as the CLI records them (20,000 rows per point) against simulate(trace=False);
 - events/s with 1 and 64 flows (the receive poll visits only flows holding an aggregate).
-ns-3 itself (pip ``ns3``) is the peer for the bulk scenario when installed; it is not measured here.
+ns-3 itself (pip ``ns3``, ``benchmarks/ns3_bulk.py`` in a child process) is the peer for the bulk scenario
+when installed: its CPU time in the same run and the ratio of delivered segments per CPU second.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -45,6 +49,27 @@ def line(name: str, t: float, W) -> float:
     print(f"{name:<34} {t * 1e3:9.2f} ms CPU  {ev:>9} events  {ev / t / 1e6:7.2f} M events/s  "
           f"{pk / t / 1e6:7.3f} M packets/s")
     return ev / t
+
+
+def ns3_ratio(bulk: Scenario, loop_cpu: float, simulate_cpu: dict) -> None:
+    """ns-3 on the same bulk scenario (when pip ``ns3`` is installed): delivered segments per CPU second."""
+    if importlib.util.find_spec("ns") is None:
+        print("  ns-3: not installed (pip install ns3), no peer line")
+        return
+    out = subprocess.run([sys.executable, "-m", "benchmarks.ns3_bulk"], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], timeout=1800)
+    if out.returncode != 0:
+        print(f"  ns-3: failed ({out.stderr.strip().splitlines()[-1:]})")
+        return
+    ns3 = json.loads(out.stdout.strip().splitlines()[-1])
+    ns3_rate = ns3["rx_bytes"] / ns3["mss"] / ns3["cpu_s"]
+    r = S.simulate(bulk, trace=False)
+    kit_segs = r.delivered_bytes / bulk.mss_bytes
+    print(f"  ns-3 (same scenario, this run): {ns3['cpu_s'] * 1e3:.0f} ms CPU, goodput "
+          f"{ns3['rx_bytes'] * 8 / ns3['seconds'] / 1e6:.1f} Mbit/s (kit {r.goodput_bps / 1e6:.1f})")
+    for name, cpu in (("loop", loop_cpu), ("simulate() untraced", simulate_cpu[False]),
+                      ("simulate() with traces", simulate_cpu[True])):
+        print(f"  kit {name}: {kit_segs / cpu / ns3_rate:.0f}x ns-3 delivered segments per CPU second")
 
 
 def main(argv=None) -> None:
@@ -92,6 +117,7 @@ def main(argv=None) -> None:
     print(f"  simulate(): {times[True] * 1e3:.1f} ms CPU with traces, {times[False] * 1e3:.1f} ms without "
           f"(ratio {times[True] / times[False]:.2f}, goal <= 1.5); {r.wire_packets / times[True] / 1e6:.2f} M "
           f"packets per CPU second with traces")
+    ns3_ratio(bulk, t, times)
     for flows in (1, 64):
         many = Scenario.simple(rate_bps=10_000_000_000, rtt_ns=1_000_000, duration_ns=200_000_000, flows=flows,
                                trace_limit=0)

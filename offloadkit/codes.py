@@ -95,3 +95,28 @@ PASS_NAMES = {
     PASS_TCP_TX: "TCP transmit checksum",
     PASS_STACK_RX: "TCP receive validation",
 }
+
+# NIC models of the segmentation engine (engine.segment): code per model, then
+# name -> (code, MSS mask bits, status bits clobbered)
+NIC_SW_GSO = 0
+NIC_HW_TSO = 1
+NIC_RTL8139_LEGACY = 2
+NIC_RTL8139_MASK12 = 3
+NIC_RTL8139_CLOBBERED = 4
+NIC_RTL8139_FIXED = 5
+NIC_DROP_GSO = 6
+
+NIC_MODELS: dict[str, tuple[int, int, int]] = {
+    "sw-gso": (NIC_SW_GSO, 11, 0),
+    "hw-tso": (NIC_HW_TSO, 11, 0),
+    "rtl8139-legacy": (NIC_RTL8139_LEGACY, 12, 1),
+    "rtl8139-legacy-mask12": (NIC_RTL8139_MASK12, 12, 1),
+    "rtl8139-clobbered": (NIC_RTL8139_CLOBBERED, 11, 1),
+    "rtl8139-fixed": (NIC_RTL8139_FIXED, 11, 0),
+    "drop-gso": (NIC_DROP_GSO, 11, 0),
+}
+
+# Linux releases whose TCP rules the model knows (sim.scenario.kernel_rules), oldest first
+KERNELS = ("4.4", "4.7", "4.9", "4.10", "4.11", "4.14", "4.18", "4.19", "5.4", "5.10", "5.12", "5.15",
+           "6.1", "6.6", "6.12", "6.18")
+NEWEST_KERNEL = KERNELS[-1]

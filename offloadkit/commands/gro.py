@@ -9,11 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..engine.gro import GroParams
 from ..errors import UsageError
-from ..io.capture import load_records, write_capture
-from ..io.records import STDIO
-from ..rewrite.gro import gro_records
 from ..units import parse_time
 from .options import count
 from .progress import add_progress_arg, bar
@@ -67,6 +63,10 @@ def parse_duration_ns(text: str) -> int | None:
 
 
 def run(args) -> int:
+    from ..engine.gro import GroParams                # the engine (numba) only when the verb runs
+    from ..io.capture import load_records, write_capture
+    from ..io.records import STDIO
+    from ..rewrite.gro import gro_records
     if not 1 <= args.napi_budget <= MAX_NAPI_BUDGET:
         raise UsageError(f"--napi-budget {args.napi_budget}: a poll handles 1 to {MAX_NAPI_BUDGET} packets "
                          f"(default 64)")

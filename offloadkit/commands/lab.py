@@ -12,8 +12,6 @@ import math
 import sys
 
 from ..errors import UsageError
-from ..lab.safety import scratch_dir, signals_raise
-from ..lab.tcp import tcp_text
 from ..units import parse_fraction, parse_rate, parse_size, parse_time
 
 
@@ -118,6 +116,8 @@ def _fmt_sizes(h: dict) -> str:
 
 def run(args) -> int:
     from ..lab import LabInterrupted, LabUnavailable, check_available, sweep
+    from ..lab.safety import signals_raise
+    from ..lab.tcp import tcp_text
     action = getattr(args, "lab_action", None)
     if action is None:
         raise UsageError("choose an action: offloadkit lab run | compare | sweep")
@@ -159,6 +159,7 @@ def _run_action(action: str, args, settings) -> dict:
     """One lab action; its scratch folder (when --capture is not given) goes on the way out."""
     from ..lab.compare import compare, size_histogram
     from ..lab.runner import run_lab
+    from ..lab.safety import scratch_dir
     from ..lab.tcp import compare_tcp
     if action == "compare" and args.tcp:
         return compare_tcp(settings, kernel=args.kernel)

@@ -4,11 +4,8 @@ from __future__ import annotations
 import json
 import sys
 
-from ..engine.segment import NIC_MODELS, check_gso_size
+from ..codes import NIC_MODELS
 from ..errors import UsageError
-from ..io.capture import load_records, write_capture
-from ..io.records import STDIO
-from ..rewrite.segment import segment_records
 from .progress import add_progress_arg, bar
 
 
@@ -30,6 +27,10 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
+    from ..engine.segment import check_gso_size      # the engine (numba) only when the verb runs
+    from ..io.capture import load_records, write_capture
+    from ..io.records import STDIO
+    from ..rewrite.segment import segment_records
     try:
         mss = int(str(args.mss), 10)
     except ValueError:

@@ -1,7 +1,8 @@
 """``offloadkit simulate``: TCP flows over one bottleneck hop through the offload engine.
 
 Prints goodput, retransmissions, drops by reason and the segment sizes seen
-at each capture point; ``--json`` prints the same as one JSON object.
+at each capture point; ``--json`` prints the same as one JSON object. The
+simulator (numba) is imported when the verb runs, not for ``--help``.
 """
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ import dataclasses
 import json
 import sys
 
+from ..codes import KERNELS, NEWEST_KERNEL, NIC_MODELS
 from ..errors import UsageError
-from ..engine.segment import NIC_MODELS
-from ..sim.scenario import KERNELS, NEWEST_KERNEL, Scenario
 from ..units import parse_rate, parse_size, parse_time
 
 
@@ -50,13 +50,20 @@ def configure(parser) -> None:
                     help="bytes per flow, e.g. 100MB (runs to completion; a run estimated at more than 2e9 "
                          "events, or more than 2 GiB of state, is refused up front with the estimate)")
     parser.add_argument("--flows", type=int, default=1, help="parallel flows (default 1)")
+    parser.add_argument("--flow", action="append", default=[], metavar="size=..,start=..,rtt=..,cc=..",
+                        help="one flow that differs from the others (repeat it, one per flow; then --flows is "
+                             "their number): size (bytes, e.g. 2MB), start (e.g. 1s), rtt (this flow's RTT, at "
+                             "least --rtt: the rest is its access link), cc (newreno, cubic); a key left out "
+                             "keeps the default")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     parser.add_argument("--no-trace", dest="trace", action="store_false", default=True,
                         help="record no packet traces: statistics only, faster (no segment-size lines)")
     parser.add_argument("--json", action="store_true", help="print a JSON object")
 
 
-def scenario_from_args(args) -> Scenario:
+def scenario_from_args(args):
+    """The Scenario the flags describe."""
+    from ..sim.scenario import Scenario
     duration = parse_time(args.duration) if args.duration else None
     nbytes = parse_size(args.bytes) if args.bytes else None
     if duration is None and nbytes is None:
@@ -71,10 +78,41 @@ def scenario_from_args(args) -> Scenario:
                          duration_ns=duration, bytes_per_flow=nbytes, flows=args.flows, seed=args.seed,
                          icmp=args.icmp, trace_limit=20_000, queue_packets=qpkts, queue_bytes=qbytes,
                          kernel=args.kernel, mtu_probing=args.mtu_probing)
+    if args.flow:
+        if args.flows not in (1, len(args.flow)):
+            raise UsageError(f"--flows {args.flows} and {len(args.flow)} --flow options: give one --flow per flow")
+        sc = sc.replace(flows=len(args.flow), per_flow=tuple(parse_flow(text, rtt) for text in args.flow))
     if args.old_kernel:
         sc = sc.replace(tcp=dataclasses.replace(sc.tcp, psh_on_gso=False, tso_retransmits=False,
                                                    rack_reo_timer=False))
     return sc
+
+
+FLOW_KEYS = ("size", "start", "rtt", "cc")
+
+
+def parse_flow(text: str, path_rtt_ns: int):
+    """``--flow size=2MB,start=1s,rtt=40ms,cc=newreno`` -> a ``sim.scenario.Flow``."""
+    from ..sim.scenario import Flow
+    fields = {}
+    for part in filter(None, str(text).split(",")):
+        key, eq, value = part.partition("=")
+        key = key.strip()
+        if not eq or key not in FLOW_KEYS:
+            raise UsageError(f"--flow {text}: write KEY=VALUE pairs with keys {', '.join(FLOW_KEYS)} "
+                             f"(e.g. --flow size=2MB,start=1s,rtt=40ms,cc=newreno)")
+        if key in fields:
+            raise UsageError(f"--flow {text}: {key} is given twice")
+        fields[key] = value.strip()
+    try:
+        rtt = parse_time(fields["rtt"]) if "rtt" in fields else path_rtt_ns
+        if rtt < path_rtt_ns:
+            raise ValueError(f"rtt {fields['rtt']} is shorter than the path's --rtt; give at least that")
+        return Flow(bytes=parse_size(fields["size"], 1) if "size" in fields else None,
+                    start_ns=parse_time(fields["start"]) if "start" in fields else 0,
+                    extra_rtt_ns=rtt - path_rtt_ns, cc=fields.get("cc"))
+    except ValueError as e:
+        raise UsageError(f"--flow {text}: {e}") from None
 
 
 def parse_queue(text: str | None) -> tuple[int | None, int | None]:
@@ -121,6 +159,10 @@ def run(args) -> int:
     else:
         print("drops        none")
     print(f"events       {result.events}")
+    if args.flow:
+        for i, (done, got) in enumerate(zip(result.completion_ns, result.flow_delivered_bytes)):
+            end = f"done at {done / 1e9:.3f} s" if done >= 0 else "not done"
+            print(f"  flow {i:<3} {int(got)} bytes delivered, {end}")
     if args.trace:
         print("segment sizes (first packets at each capture point):")
         for p in result.points:

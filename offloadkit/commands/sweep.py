@@ -15,7 +15,6 @@ import math
 import os
 
 from ..errors import UsageError
-from ..sweep import sweep, write_table
 from . import simulate
 
 SWITCH_WORDS = {"on": True, "off": False, "true": True, "false": False, "yes": True, "no": False,
@@ -111,6 +110,7 @@ def _fixed_conflicts(args, dests: dict[str, str]) -> None:
 
 
 def run(args) -> int:
+    from ..sweep import sweep, write_table            # pandas, dask and the simulator: only when the verb runs
     grid, dests = parse_grid(args.grid)
     _fixed_conflicts(args, dests)
     if args.out:

@@ -108,19 +108,14 @@ import numpy as np
 from numba import njit
 
 from ..codes import (ACK, CSUM_NONE, CSUM_PARTIAL, CWR, DROP_GSO_EINVAL, DROP_GSO_EPROTONOSUPPORT, FIN,
-                     GSO_TCP_ACCECN, GSO_TCP_FIXEDID, PSH)
+                     GSO_TCP_ACCECN, GSO_TCP_FIXEDID, NIC_DROP_GSO, NIC_HW_TSO, NIC_MODELS, NIC_RTL8139_CLOBBERED,
+                     NIC_RTL8139_FIXED, NIC_RTL8139_LEGACY, NIC_RTL8139_MASK12, NIC_SW_GSO, PSH)
 from ..trace import FIELDS, Trace
 from .csum_math import (IPPROTO_TCP, csum_finish, fold16, ip_base_sum, ip_tot_len_field, pseudo_addr_sum,
                         tcp_base_sum, tcp_flags_word, tcp_options_sum_kernel, u32_sum)
 
 # -- NIC models ----------------------------------------------------------
-NIC_SW_GSO = 0
-NIC_HW_TSO = 1
-NIC_RTL8139_LEGACY = 2
-NIC_RTL8139_MASK12 = 3
-NIC_RTL8139_CLOBBERED = 4
-NIC_RTL8139_FIXED = 5
-NIC_DROP_GSO = 6
+# the model table NIC_MODELS (name -> code, MSS mask bits, status bits clobbered) and the NIC_* codes: codes.py
 
 # nic_params slots (int64 array of NIC_PARAMS_LEN)
 P_DROP_REASON = 0        # drop-gso: codes.DROP_* recorded on dropped skbs
@@ -173,18 +168,6 @@ class NicModel:
         p[P_MSS_MASK_BITS] = NIC_MODELS[self.name][1]
         p[P_STATUS_CLOBBER] = NIC_MODELS[self.name][2]
         return p
-
-
-# name -> (code, MSS mask bits, status bits clobbered)
-NIC_MODELS: dict[str, tuple[int, int, int]] = {
-    "sw-gso": (NIC_SW_GSO, 11, 0),
-    "hw-tso": (NIC_HW_TSO, 11, 0),
-    "rtl8139-legacy": (NIC_RTL8139_LEGACY, 12, 1),
-    "rtl8139-legacy-mask12": (NIC_RTL8139_MASK12, 12, 1),
-    "rtl8139-clobbered": (NIC_RTL8139_CLOBBERED, 11, 1),
-    "rtl8139-fixed": (NIC_RTL8139_FIXED, 11, 0),
-    "drop-gso": (NIC_DROP_GSO, 11, 0),
-}
 
 
 def nic_model(nic) -> NicModel:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 
 from .. import codes
-from ..sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
+from ..sim.scenario import REPORT_TSO_DEFER, Hop, Nic, Receiver, Scenario, Tcp, kernel_rules
 from ..sim.scenario import tso_requires_tx_csum
 from ..sim.simulate import simulate
 from ..trace import Trace
@@ -99,7 +99,8 @@ def scenario(s: dict) -> Scenario:
         tcp=Tcp(mss=None if s["mss"] is None else int(s["mss"]), psh_on_gso=False,
                 tso_retransmits=KERNEL_RULES[s["kernel"]], rack_reo_timer=False,    # RACK timer: 4.11+
                 prr_ss_una=False,                               # PRR's slow-start bound on retransmit ACKs: 4.3-5.11
-                ofo_quickack=True),                             # out-of-order data -> quick-ACK mode: < 4.18
+                ofo_quickack=True,                              # out-of-order data -> quick-ACK mode: < 4.18
+                tso_defer=REPORT_TSO_DEFER, loss_timers=kernel_rules(s["kernel"])["loss_timers"]),
         # Not set although 4.6/4.7 have them: rack_time_based=False (4.4-4.9 RACK) and fack=True. They leave the
         # broken run unchanged (8.5 Mb/s), but the healthy 20-ms run then collapses to ~1.3 Gb/s (slow-start
         # overshoot into the 1000-packet hop queue, recovered slowly without time-based RACK), so the veth-rate

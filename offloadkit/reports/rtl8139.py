@@ -29,7 +29,7 @@ import numpy as np
 from .. import codes
 from ..engine.segment import tcp_forces_psh, tcp_options_bytes
 from ..io.tcpdump import render
-from ..sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
+from ..sim.scenario import REPORT_TSO_DEFER, Hop, Nic, Receiver, Scenario, Tcp, kernel_rules
 from ..sim.scenario import tso_requires_tx_csum
 from ..sim.simulate import simulate
 from ..trace import Trace
@@ -96,7 +96,8 @@ def scenario(s: dict) -> Scenario:
         tcp=Tcp(mss=None if s["mss"] is None else int(s["mss"]), mss_clamp=peer_clamp(s),
                 psh_on_gso=tcp_forces_psh(GUEST_KERNEL),
                 tso_retransmits=GUEST_KERNEL >= TSO_RETRANSMITS_SINCE,
-                rack_reo_timer=GUEST_KERNEL >= (4, 11)),    # RACK reordering timer since 4.11
+                rack_reo_timer=GUEST_KERNEL >= (4, 11),     # RACK reordering timer since 4.11
+                tso_defer=REPORT_TSO_DEFER, loss_timers=kernel_rules("%d.%d" % GUEST_KERNEL)["loss_timers"]),
         nic=Nic(model=s["nic"], tso=tso_requires_tx_csum(s["tso"], s["tx_csum"]), gso=s["gso"], tx_csum=s["tx_csum"],
                 mtu=int(s["mtu"]), rate_bps=1_000_000_000),
         path=(Hop("ppp", rate_bps=int(rate), delay_ns=delay, mtu=int(s["path_mtu"]), icmp=s["icmp"],

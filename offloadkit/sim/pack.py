@@ -121,6 +121,8 @@ P_FROM = {
     "ofo_quick": lambda sc, d: sc.tcp.ofo_quickack,
     "mtu_probing": lambda sc, d: sc.tcp.mtu_probing,
     "base_mss": lambda sc, d: sc.tcp.base_mss,
+    "tso_defer": lambda sc, d: sc.tcp.tso_defer,
+    "loss_timers": lambda sc, d: sc.tcp.loss_timers,
 }
 
 FP_FROM = {

@@ -61,6 +61,18 @@ def test_help_and_version_import_no_verb_and_no_numpy():
     assert out.stdout.strip() == "[]", out
 
 
+
+def test_every_verbs_help_imports_no_numba_numpy_or_pandas():
+    """``offloadkit VERB --help`` configures the verb without the engine: numba only for verbs that run kernels."""
+    from offloadkit.cli import VERBS
+    code = ("import sys, contextlib, io\nfrom offloadkit.cli import main\nverb = sys.argv[1]\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    main([verb, '--help'])\n"
+            "print(sorted(m for m in ('numpy', 'numba', 'pandas', 'dask') if m in sys.modules))")
+    for verb in VERBS:
+        out = subprocess.run([sys.executable, "-c", code, verb], capture_output=True, text=True, cwd=ROOT,
+                             timeout=120)
+        assert out.returncode == 0 and out.stdout.strip() == "[]", (verb, out)
+
 @pytest.mark.parametrize("argv, option", [
     (["trace", "rtl8139", "-n", "1e400"], "-n"), (["trace", "rtl8139", "-n", "-3"], "-n"),
     (["trace", "nope"], "ID"), (["doctor", "x.pcap", "--mtu", "nan"], "--mtu"),

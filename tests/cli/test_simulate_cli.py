@@ -52,3 +52,22 @@ def test_cli_fast_long_path_needs_no_queue_option(capsys):
     assert main(["simulate", "--rate", "1Tbit", "--rtt", "300ms", "--duration", "2s", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert 0 < out["goodput_bps"] < 4 * (4 << 20) * 8 / 0.3      # bounded by the 4 MB receive window
+
+
+def test_cli_flows_that_differ(capsys):
+    assert main(["simulate", "--rate", "50Mbit", "--rtt", "10ms", "--duration", "3s", "--no-trace", "--json",
+                 "--flow", "size=300kB", "--flow", "size=600kB,start=0.5s,rtt=40ms,cc=newreno"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    first, second = out["completion_s"]
+    assert out["delivered_bytes"] == 900_000
+    assert 0 < first < 0.5 < second < 3
+
+
+@pytest.mark.parametrize("flow, says", [
+    ("size=1MB,foo=2", "keys size, start, rtt, cc"), ("rtt=5ms", "shorter than the path's --rtt"),
+    ("cc=vegas", "choose one of"), ("size=lots", "--flow size=lots"), ("start=1s,start=2s", "given twice"),
+])
+def test_cli_bad_flow_is_one_line(flow, says, capsys):
+    assert main(["simulate", "--rtt", "10ms", "--flow", flow]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1

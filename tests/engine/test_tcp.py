@@ -5,6 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from offloadkit import codes
+from offloadkit.engine.tcp.jiffies import tcp_rack_reo_expiry
 from offloadkit.sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
 from offloadkit.sim.simulate import simulate
 from reference.tcp_ref import simulate_ref
@@ -277,19 +278,25 @@ def test_rto_backs_off_exponentially_from_min_rto():
     assert r.rtos == len(t)
 
 
-def test_tail_loss_probe_and_rack_reordering_window():
+@pytest.mark.parametrize("loss_timers", [0, 2])
+def test_tail_loss_probe_and_rack_reordering_window(loss_timers):
     # the last segment (1312 bytes) fits a 1400-byte MTU, the full ones do not: its SACK makes RACK mark
-    # the others lost after rtt + min_rtt/4, before any probe or RTO
-    r = simulate(Scenario(path=(Hop(mtu=1400, delay_ns=5 * MS),), bytes_per_flow=10_000, trace_limit=BIG,
+    # the others lost after rtt + min_rtt/4, before any probe or RTO; Linux < 4.13 times it exactly,
+    # 6.7+ on the next HZ=250 tick after 2 ms more (engine.tcp.jiffies)
+    tcp = Tcp(loss_timers=loss_timers)
+    r = simulate(Scenario(tcp=tcp, path=(Hop(mtu=1400, delay_ns=5 * MS),), bytes_per_flow=10_000, trace_limit=BIG,
                           duration_ns=1_000 * MS))
     first = r.retransmissions("sender").time_ns[0]
     sack_arrival = r.at("sender").time_ns[r.at("sender").direction == 1][0]
-    assert first == sack_arrival + (10 * MS) // 4      # all sent at t=0: rack_rtt = arrival, reo = min_rtt/4
-    # every segment lost: the probe goes out 2 srtt after the flight, as the last MSS
-    p = simulate(Scenario(path=(Hop(mtu=1400, delay_ns=5 * MS),), bytes_per_flow=6 * 1448, trace_limit=BIG,
+    # all sent at t=0: rack_rtt = arrival, reo = min_rtt/4
+    assert first == tcp_rack_reo_expiry(loss_timers, sack_arrival, (10 * MS) // 4)
+    assert first == (sack_arrival + (10 * MS) // 4 if loss_timers == 0 else 20 * MS)
+    # every segment lost: the probe goes out 2 srtt after the flight (6.7+: ticks covering 2 srtt + 2 ms,
+    # and one more), as the last MSS
+    p = simulate(Scenario(tcp=tcp, path=(Hop(mtu=1400, delay_ns=5 * MS),), bytes_per_flow=6 * 1448, trace_limit=BIG,
                           duration_ns=100 * MS))
     probe = p.retransmissions("sender")
-    assert p.tlp_probes == 1 and probe.time_ns[0] == 20 * MS
+    assert p.tlp_probes == 1 and probe.time_ns[0] == (20 * MS if loss_timers == 0 else 28 * MS)
     assert int(probe.seq[0]) == (int(p.at("sender").seq[0]) + 5 * 1448) % 2**32
 
 

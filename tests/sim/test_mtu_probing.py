@@ -54,10 +54,13 @@ def test_probing_from_the_start_on_a_clean_path_reaches_the_full_mss():
 
 @pytest.mark.parametrize("version, knobs", [
     ("4.4", dict(tso_retransmits=False, rack_time_based=False, rack_reo_timer=False, fack=True, ofo_quickack=True,
-                 psh_on_gso=False, prr_ss_una=False)),
+                 psh_on_gso=False, prr_ss_una=False, tso_defer=1, loss_timers=0)),
     ("4.9", dict(tso_retransmits=True, rack_time_based=False, fack=True, ofo_quickack=True)),
-    ("5.4", dict(fack=False, ofo_quickack=False, psh_on_gso=True, prr_ss_una=False)),
-    ("5.10", dict(prr_ss_una=False)), ("6.1", dict(prr_ss_una=True)), ("6.18.44", dict(prr_ss_una=True)),
+    ("4.13", dict(loss_timers=1)), ("4.19", dict(tso_defer=1)), ("4.20", dict(tso_defer=2)),
+    ("5.4", dict(fack=False, ofo_quickack=False, psh_on_gso=True, prr_ss_una=False, tso_defer=2, loss_timers=1)),
+    ("5.10", dict(prr_ss_una=False)), ("6.1", dict(prr_ss_una=True)), ("6.6", dict(loss_timers=1)),
+    ("6.7", dict(loss_timers=2)), ("6.12", dict(tso_defer=2)),
+    ("6.18.44", dict(prr_ss_una=True, tso_defer=3, loss_timers=2)),
 ])
 def test_kernel_presets_follow_the_version_knobs(version, knobs):
     rules = kernel_rules(version)

@@ -28,7 +28,8 @@ P_FIELDS = ("flows", "total", "end_ns", "mss", "thl", "ts", "sack", "cc", "iw", 
             "gso_max_segs", "gro", "budget", "napi_delay", "gro_max", "rec_limit", "sample_ns", "ucap", "ocap",
             "rev_delay", "psh_gso", "nhops", "npoints", "pkcap", "akcap", "hcap", "rxcap", "qcap", "base_rtt",
             "max_events", "seed", "rtx_tso", "reo_timer", "prr_una", "rack_time", "fack", "ofo_quick", "mtu_probing",
-            "base_mss")
+            "base_mss", "tso_defer",
+            "loss_timers")
 # hop table HP columns
 HP_FIELDS = ("rate", "delay", "mtu", "over", "qpkts", "qbytes", "icmp", "encap", "labels", "whole")
 # global counters G; rows recorded per capture point follow at G_RECN
@@ -44,7 +45,8 @@ F_FIELDS = ("snd_una", "snd_nxt", "total", "una_u", "nxt_u", "mss", "cwnd", "cwn
             "dack_evt", "ts_recent", "rcv_mss", "on", "ostamp", "h_cnt", "h_seq", "h_end", "h_first", "h_flags",
             "h_ipid", "h_ts", "retx_units", "delivered", "high_sack_u", "mark_ptr", "rack_ptr", "high_lost_u",
             "h_age", "rack_u", "rack_rtt", "reo_evt", "hs_end", "hs_curr", "hs_cnt", "hs_found", "rack_adv",
-            "h_listed", "mtup_on", "search_lo", "search_hi", "probe_mtu", "probe_s", "probe_e", "pmss", "rtx_stamp")
+            "h_listed", "mtup_on", "search_lo", "search_hi", "probe_mtu", "probe_s", "probe_e", "pmss", "rtx_stamp",
+            "wstamp")
 # per-flow parameters FP (flows may differ: size, start, RTT, congestion control)
 FP_FIELDS = ("total", "start_ns", "extra_rtt", "cc")
 # per-flow floats FF (CUBIC)

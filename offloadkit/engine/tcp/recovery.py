@@ -17,10 +17,11 @@ import numpy as np
 from numba import njit
 
 from .congestion import cc_ssthresh
+from .jiffies import tcp_rack_reo_expiry
 from .layout import (EV_REO, F_CWND, F_DUPACKS, F_HIGH_LOST_U, F_HIGH_SACK_U, F_HIGH_SEQ, F_LOST, F_MARK_PTR,
                      F_MIN_RTT, F_NXT_U, F_PRR_DELIV, F_PRR_OUT, F_RACK_ADV, F_RACK_PTR, F_RACK_RTT, F_RACK_U,
                      F_RACK_X, F_RECOVER_FS, F_REO_EVT, F_RETRANS, F_RTX_HINT, F_SACKED, F_SND_NXT, F_SND_UNA,
-                     F_SSTHRESH, F_STATE, F_TLP_HIGH, F_UNA_U, G_RECOV, INF, P_FACK, P_RACK_TIME, P_REO_TIMER,
+                     F_SSTHRESH, F_STATE, F_TLP_HIGH, F_UNA_U, G_RECOV, INF, P_FACK, P_LOSS_TIMERS, P_RACK_TIME, P_REO_TIMER,
                      P_SACK, P_UCAP, RACK_REO_WND_4X_NS, ST_OPEN, ST_RECOVERY, UF_EVER, UF_HEAD, UF_LOST, UF_RETRANS,
                      UF_SACKED, F_MSS, F_PROBE_MTU, F_PROBE_S, F_SEARCH_HI, ST_LOSS)
 from .world import heap_push
@@ -168,7 +169,7 @@ def mark_lost(W, f, now):
             u += 1
         F[f, F_RACK_PTR] = u
         if wait > 0 and P[P_REO_TIMER]:
-            at = now + wait
+            at = tcp_rack_reo_expiry(P[P_LOSS_TIMERS], now, wait)
             if F[f, F_REO_EVT] < 0 or at < F[f, F_REO_EVT]:
                 if heap_push(W, at, EV_REO, f, 0):
                     F[f, F_REO_EVT] = at

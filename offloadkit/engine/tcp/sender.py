@@ -25,17 +25,18 @@ from ...codes import ACK, PSH
 from ..segment import (NIC_DROP_GSO, NIC_SW_GSO, nic_chunk_size, nic_effective, segment_flags, segment_ip_id,
                        segment_payload, segments_for)
 from .congestion import cc_ssthresh, cong_avoid, hystart
+from .jiffies import JIFFY_NS, tcp_schedule_loss_probe
 from .layout import (AK_ACK, AK_N, AK_S0, AK_TSECR, CC_CUBIC, EV_HOP, EV_TIMER, FF_EPOCH, FP_CC, F_BACKOFF, F_CWND,
                      F_CWND_CNT, F_DUPACKS, F_HIGH_LOST_U, F_HIGH_SACK_U, F_HIGH_SEQ, F_HS_FOUND, F_IPID, F_LOST,
                      F_MARK_PTR, F_MAXOUT, F_MTUP_ON, F_PMSS, F_PROBE_E, F_PROBE_MTU, F_PROBE_S, F_RTX_STAMP,
-                     F_SEARCH_HI, F_SEARCH_LO, P_MTU_PROBING, F_MAXOUT_SEQ, F_MIN_RTT, F_MSS, F_NXT_U, F_PRR_OUT, F_RACK_PTR, F_RETRANS,
+                     F_SEARCH_HI, F_SEARCH_LO, F_WSTAMP, P_MTU_PROBING, F_MAXOUT_SEQ, F_MIN_RTT, F_MSS, F_NXT_U, F_PRR_OUT, F_RACK_PTR, F_RETRANS,
                      F_RETX_UNITS, F_RTO, F_RTO_STREAK, F_RTTVAR, F_RTX_HINT, F_SACKED, F_SND_NXT, F_SND_UNA, F_SRTT,
                      F_SSTHRESH, F_STATE, F_TAT, F_TEVT, F_TKIND, F_TLP_HIGH, F_TOTAL, F_UNA_U, G_FTOP, G_HN,
                      G_NIC_BUSY, G_NIC_DROP_BYTES, G_NIC_DROP_PKTS, G_RETX_PKTS, G_RETX_UNITS, G_RTOS, G_SENT_BYTES,
                      G_SENT_PKTS, G_TLPS, G_WIRE_BYTES, G_WIRE_PKTS, INF, MAX_TCP_HEADER_1, PK_FLAGS, PK_FLOW,
                      PK_IPID, PK_IPLEN, PK_LEN, PK_RETX, PK_SEQ, PK_SKB_LEN, PK_SKB_SEGS, PK_TS, P_GSO, P_GSO_MAX_SEGS, P_GSO_MAX_SIZE,
                      P_MAX_RTO, P_MIN_RTO, P_NIC, P_NIC_RATE, P_PRR_UNA, P_PSH_GSO, P_RTX_TSO, P_RWND, P_SACK, P_THL,
-                     P_TLP, P_TS, P_TSO, P_UCAP, ST_LOSS, ST_OPEN, ST_RECOVERY, TK_NONE, TK_RTO, TK_TLP, UF_EVER,
+                     P_LOSS_TIMERS, P_TLP, P_TS, P_TSO, P_TSO_DEFER, P_UCAP, ST_LOSS, ST_OPEN, ST_RECOVERY, TK_NONE, TK_RTO, TK_TLP, UF_EVER,
                      UF_HEAD, UF_LOST, UF_RETRANS, UF_SACKED)
 from .mtu import MTUP_BLACKHOLE_NS, TCP_PROBE_THRESHOLD, tcp_mtu_probing, tcp_mtup_probe_success, tcp_sync_mss
 from .recovery import (find_unit, in_flight, mark_lost, mark_one, prr, rack_update, recovery_state, skip_sacked,
@@ -77,11 +78,9 @@ def set_timer(W, f, now):
         return
     rto = _rto_eff(W, f)
     if P[P_TLP] and F[f, F_STATE] == ST_OPEN and F[f, F_TLP_HIGH] < 0 and P[P_SACK]:
-        pto = max(2 * F[f, F_SRTT], 10_000_000)
-        if out == 1:
-            pto = max(pto, 3 * F[f, F_SRTT] // 2 + P[P_MIN_RTO])
-        if pto < rto:
-            arm(W, f, TK_TLP, now + pto)
+        at = tcp_schedule_loss_probe(P[P_LOSS_TIMERS], now, F[f, F_SRTT], out == 1, P[P_MIN_RTO])
+        if at < now + rto:
+            arm(W, f, TK_TLP, at)
             return
     arm(W, f, TK_RTO, now + rto)
 
@@ -132,6 +131,7 @@ def _emit(W, f, now, seq, length, retx):
     F[f, F_IPID] = (ipid + segs) & 0xFFFF
     W.G[G_SENT_PKTS] += 1
     W.G[G_SENT_BYTES] += length
+    F[f, F_WSTAMP] = now                                  # tp->tcp_wstamp_ns (4.4-4.19: lsndtime)
     # the super-packet as TCP built it (sender capture point)
     pid = pk_alloc(W)
     if pid < 0:
@@ -235,10 +235,68 @@ def _tcp_mtu_probe(W, f, now):
     F[f, F_PROBE_E] = nxt + probe
     return 1
 
+#: Tcp.tso_defer's forms of tcp_tso_should_defer (0: not modelled)
+TSO_DEFER_JIFFIES, TSO_DEFER_EDT, TSO_DEFER_ACK_1MS = 1, 2, 3
+TCP_TSO_WIN_DIVISOR = 3          # net.ipv4.tcp_tso_win_divisor's default
+NSEC_PER_MSEC = 1_000_000
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def tcp_tso_should_defer(W, f, now, segs, tso):
+    """tcp_tso_should_defer: hold back a TSO skb of ``segs`` (> 1) segments for more cwnd room.
+
+    Never in Recovery/Loss, nor when the last write is not recent (4.4-4.19:
+    an earlier jiffy; 4.20+: over 1 ms ago, tcp_wstamp_ns). Send when the
+    room min(cwnd - in_flight, receive window) takes a full ``tso``-segment
+    skb, or the whole skb when it is not the last one, or a third of
+    min(rwnd, cwnd) (tcp_tso_win_divisor); and when the next ACK is not due
+    soon: the oldest unacked skb went out less than srtt/2 ago (before 6.18)
+    or, in 6.18 ("fix tcp_tso_should_defer() vs large RTT"), the ACK it
+    brings is due in over min(srtt/2, 1 ms). Otherwise defer: an ACK calls
+    ``send`` again.
+    """
+    P = W.P
+    F = W.F
+    form = P[P_TSO_DEFER]
+    if form == 0 or F[f, F_STATE] != ST_OPEN:
+        return False
+    last = F[f, F_WSTAMP]
+    if form == TSO_DEFER_JIFFIES:
+        if now // JIFFY_NS > last // JIFFY_NS:
+            return False
+    elif now - last > NSEC_PER_MSEC:
+        return False
+    mss = F[f, F_MSS]
+    infl = in_flight(F, f)
+    nxt = F[f, F_SND_NXT]
+    send_win = F[f, F_SND_UNA] + P[P_RWND] - nxt
+    limit = min(send_win, (F[f, F_CWND] - infl) * mss)
+    if limit >= tso * mss:
+        return False
+    total = F[f, F_TOTAL]
+    skb_len = segs * mss if total < 0 else min(segs * mss, total - nxt)
+    if (total < 0 or total - nxt > skb_len) and limit >= skb_len:
+        return False                                     # the middle of the queue: it will not grow
+    if limit >= min(P[P_RWND], F[f, F_CWND] * mss) // TCP_TSO_WIN_DIVISOR:
+        return False
+    if F[f, F_NXT_U] <= F[f, F_UNA_U]:
+        return False
+    head = W.U[f, F[f, F_UNA_U] & (P[P_UCAP] - 1), 3]
+    srtt = F[f, F_SRTT]
+    if form == TSO_DEFER_ACK_1MS:
+        return head + srtt - now <= min(srtt >> 1, NSEC_PER_MSEC)
+    return now - head >= srtt >> 1
+
 
 @njit(cache=True, nogil=True, _nrt=False)
 def send(W, f, now):
     """tcp_xmit_retransmit_queue, then tcp_write_xmit. Returns the number of new-data packets sent."""
+    return xmit(W, f, now, False)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def xmit(W, f, now, push_one):
+    """``send``; ``push_one``: a loss probe's tcp_write_xmit (no TSO deferral)."""
     P = W.P
     F = W.F
     m = P[P_UCAP] - 1
@@ -306,6 +364,9 @@ def send(W, f, now):
             break
         quota = min(max(cwnd // 2, 1), cwnd - infl)                     # tcp_cwnd_test
         segs = min(quota, tso)
+        want = tso if total < 0 else min(tso, (total - F[f, F_SND_NXT] + mss - 1) // mss)
+        if want > 1 and not push_one and tcp_tso_should_defer(W, f, now, want, tso):
+            break
         nxt = F[f, F_SND_NXT]
         wnd_end = F[f, F_SND_UNA] + P[P_RWND]
         left = (total - nxt) if total >= 0 else INF
@@ -507,7 +568,7 @@ def on_timer(W, f, now):
             # new data, at most one MSS when the cwnd is full (push_one = 2)
             save = F[f, F_CWND]
             F[f, F_CWND] = max(F[f, F_CWND], in_flight(F, f) + 1)
-            send(W, f, now)
+            xmit(W, f, now, True)
             F[f, F_CWND] = save
         else:
             u = nxt - 1                                   # the last MSS again
