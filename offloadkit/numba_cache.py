@@ -10,10 +10,16 @@ numba writes ``cache=True`` kernels beside the package (``__pycache__``), else i
   the user's own cache folder, and numba is pointed there;
 * nothing writable at all: a per-user folder in the temporary directory.
 
+numba checks a cached kernel against its own source file only, so a cached caller
+outlives a changed callee in another file (``loop.run_kernel`` kept the old
+``sender.py``). In a checkout (the cache beside the package) every cached kernel is
+dropped when any source file of the package changed since the last import.
+
 ``NUMBA_CACHE_DIR``, when set, always wins.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sys
@@ -22,6 +28,8 @@ from pathlib import Path
 
 SHARED_ENV = "OFFLOADKIT_NUMBA_CACHE"
 STAMP = "offloadkit-cache.txt"
+SOURCES_STAMP = "offloadkit-sources.txt"
+PACKAGE = Path(__file__).parent
 
 
 def default_shared_dir() -> Path:
@@ -67,7 +75,7 @@ def choose() -> str | None:
             return str(shared if _writable(shared) else _copy_shared(shared))
         except OSError:
             pass
-    if _writable(Path(__file__).parent):
+    if _writable(PACKAGE):
         return None
     home_cache = Path(os.path.expanduser("~")) / ".cache"
     if _writable(home_cache if home_cache.is_dir() else home_cache.parent):
@@ -75,11 +83,46 @@ def choose() -> str | None:
     return str(Path(tempfile.gettempdir()) / f"offloadkit-numba-{os.getuid()}")
 
 
+def sources_fingerprint(package: Path = PACKAGE) -> str:
+    """A digest of the relative path, size and modification time of every ``.py`` file of
+    ``package`` (the same whichever way the package was found on ``sys.path``)."""
+    digest = hashlib.sha1()
+    for folder, subfolders, files in os.walk(package):
+        subfolders[:] = sorted(d for d in subfolders if d not in ("data", "__pycache__"))
+        for name in sorted(f for f in files if f.endswith(".py")):
+            st = os.stat(os.path.join(folder, name))
+            where = os.path.relpath(folder, package)
+            digest.update(f"{where} {name} {st.st_size} {st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def drop_stale_kernels(package: Path = PACKAGE) -> bool:
+    """Delete the in-tree cached kernels when a source changed since the stamp; True if it did."""
+    stamp = package / "__pycache__" / SOURCES_STAMP
+    now = sources_fingerprint(package)
+    try:
+        if stamp.read_text() == now:
+            return False
+    except OSError:
+        pass
+    for cached in [*package.rglob("__pycache__/*.nbi"), *package.rglob("__pycache__/*.nbc")]:
+        cached.unlink(missing_ok=True)
+    try:
+        stamp.parent.mkdir(exist_ok=True)
+        stamp.write_text(now)
+    except OSError:
+        pass
+    return True
+
+
 def configure() -> None:
-    """Set ``NUMBA_CACHE_DIR`` when :func:`choose` says so (call before numba is imported)."""
+    """Set ``NUMBA_CACHE_DIR`` when :func:`choose` says so (call before numba is imported);
+    in a checkout, drop kernels a changed source made stale."""
     chosen = choose()
     if chosen:
         os.environ["NUMBA_CACHE_DIR"] = chosen
+    elif "NUMBA_CACHE_DIR" not in os.environ and _writable(PACKAGE):
+        drop_stale_kernels()
 
 
 def write_stamp(cache_dir: Path, text: str) -> None:

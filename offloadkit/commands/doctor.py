@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 
 from .options import add_bool_flag, count
+from .progress import add_progress_arg, counter
 
 EXIT_HELP = ("Exit status: 0 when no finding is above info; 1 when there is a warning or an error "
              "(a damaged capture is a warning); 2 when nothing can be read (not a capture, empty, "
@@ -30,6 +31,7 @@ def configure(parser) -> None:
     parser.add_argument("--mtu", type=count(0, 2**31 - 1), metavar="N",
                         help="the link MTU (default: from the SYNs' MSS options, else 1500)")
     add_bool_flag(parser, "gro", None, "whether GRO is on at the capture point, if you know", onoff=True)
+    add_progress_arg(parser)
 
 
 def exit_status(worst: str) -> int:
@@ -41,7 +43,8 @@ def run(args) -> int:
     from ..doctor import diagnose_file
     from ..doctor.render import render_text
     gro = None if args.gro is None else ("on" if args.gro else "off")
-    d = diagnose_file(args.capture, side=args.side, mtu=args.mtu, gro=gro)
+    with counter(args, None, "doctor") as progress:
+        d = diagnose_file(args.capture, side=args.side, mtu=args.mtu, gro=gro, progress=progress)
     if args.json:
         print(json.dumps(d.to_dict(), indent=1))
     else:

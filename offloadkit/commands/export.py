@@ -7,6 +7,7 @@ ones the model says (e.g. CHECKSUM_PARTIAL on a sender with TX offload).
 """
 from __future__ import annotations
 
+from .progress import add_progress_arg, counter
 from .trace import add_preset_args, preset_packets
 
 
@@ -14,6 +15,7 @@ def configure(parser) -> None:
     add_preset_args(parser)
     parser.add_argument("output", metavar="OUT.pcap", help="where to write the capture")
     parser.add_argument("-n", type=int, default=0, metavar="N", help="packets to write (default 0: all)")
+    add_progress_arg(parser)
 
 
 def run(args) -> int:
@@ -21,9 +23,12 @@ def run(args) -> int:
     from ..io.pcap import write_pcap
     if args.n < 0:
         raise UsageError(f"-n {args.n}: give a number of packets >= 0 (0 writes all)")
-    _, _, point, t = preset_packets(args)
-    if args.n:
-        t = t[: args.n]
-    n = write_pcap(args.output, t)
+    with counter(args, None, "export") as progress:
+        _, _, point, t = preset_packets(args)
+        if args.n:
+            t = t[: args.n]
+        progress.total = len(t)
+        n = write_pcap(args.output, t)
+        progress.update(n)
     print(f"{args.report}/{args.variant} at {point}: wrote {n} packets to {args.output}")
     return 0

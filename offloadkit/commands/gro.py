@@ -12,7 +12,7 @@ import sys
 from ..errors import UsageError
 from ..units import parse_time
 from .options import count
-from .progress import add_progress_arg, bar
+from .progress import add_progress_arg, counter
 
 MAX_POLL_GAP_NS = 10**15
 MAX_NAPI_BUDGET = 2**31 - 1
@@ -64,27 +64,29 @@ def parse_duration_ns(text: str) -> int | None:
 
 def run(args) -> int:
     from ..engine.gro import GroParams                # the engine (numba) only when the verb runs
-    from ..io.capture import load_records, write_capture
+    from ..io.batch import write_batch
+    from ..io.capture import load_batch
     from ..io.records import STDIO
-    from ..rewrite.gro import gro_records
+    from ..rewrite.gro import gro_batch
     if not 1 <= args.napi_budget <= MAX_NAPI_BUDGET:
         raise UsageError(f"--napi-budget {args.napi_budget}: a poll handles 1 to {MAX_NAPI_BUDGET} packets "
                          f"(default 64)")
     params = GroParams(napi_budget=args.napi_budget, poll_gap_ns=parse_duration_ns(args.poll_gap),
                        rx_csum=args.rx_csum, cwr_rule=args.cwr_rule, max_size=args.max_size, hz=args.hz)
-    records, info = load_records(args.input)
-    run = gro_records(records, params, bar(args, len(records), "gro"))
-    fmt = write_capture(args.output, run.records, info)
+    batch, info = load_batch(args.input)
+    with counter(args, len(batch), "gro") as progress:
+        run = gro_batch(batch, params, progress)
+    fmt = write_batch(args.output, run.batch, info)
+    n_in, n_out = len(batch), len(run.batch)
     say = sys.stderr if args.output == STDIO else sys.stdout     # OUT '-' is the capture on stdout
-    res = run.result
-    summary = {"input": str(args.input), "output": str(args.output), "packets_in": len(records),
-               "packets_out": len(run.records), "merged": run.merged, "reasons": res.reason_counts(),
-               "software_checksum_bytes": res.passes.total_bytes(), "format": fmt}
+    summary = {"input": str(args.input), "output": str(args.output), "packets_in": n_in,
+               "packets_out": n_out, "merged": run.merged, "reasons": run.reason_counts(),
+               "software_checksum_bytes": run.passes.total_bytes(), "format": fmt}
     if args.json:
         print(json.dumps(summary), file=say)
     else:
         rs = ", ".join(f"{k} {v}" for k, v in sorted(summary["reasons"].items(), key=lambda kv: -kv[1]))
-        print(f"{args.input}: {len(records)} packets -> {len(run.records)} after GRO ({run.merged} merged; {rs}); "
+        print(f"{args.input}: {n_in} packets -> {n_out} after GRO ({run.merged} merged; {rs}); "
               f"wrote {args.output} ({fmt})", file=say)
     if info.error:
         print(f"offloadkit gro: warning: {args.input}: {info.error} Used the complete records.", file=sys.stderr)

@@ -22,3 +22,28 @@ def bar(args, total: int, what: str) -> Callable[[Iterable], Iterable]:
 
     return lambda it: tqdm(it, total=total, desc=what, unit=" pkt", unit_scale=True, file=sys.stderr, delay=1.0,
                            mininterval=0.25, leave=False)
+
+
+class _Silent:
+    """A counter that draws nothing."""
+
+    total = n = 0
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def counter(args, total: int, what: str):
+    """A context manager counting ``total`` packets with ``update(n)`` (a tqdm bar on stderr, or silent)."""
+    if not (getattr(args, "progress", False) or sys.stderr.isatty()):
+        return _Silent()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=what, unit=" pkt", unit_scale=True, file=sys.stderr, delay=1.0,
+                mininterval=0.25, leave=False)

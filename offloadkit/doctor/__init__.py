@@ -65,12 +65,14 @@ class Diagnosis:
 
 
 def diagnose(trace: Trace, side: str | None = None, mtu: int | None = None, gro: str | None = None,
-             notes: list[str] | None = None, error: str | None = None, capture: str = "") -> Diagnosis:
+             notes: list[str] | None = None, error: str | None = None, capture: str = "",
+             progress=None) -> Diagnosis:
     """Diagnose a Trace whose ``flow``/``direction`` columns are set (direction 0 = data).
 
     side: where the capture was taken ("sender"/"receiver"; None: inferred per flow).
     mtu: the link MTU (None: from the SYNs' MSS options, else 1500). gro: "on"/"off" if known.
-    notes/error: the reader's messages, reported as findings.
+    notes/error: the reader's messages, reported as findings. progress: a counter whose
+    ``update(n)`` is told the packets each check has covered (``commands.progress.counter``).
     """
     hints = Hints(side=side, mtu=mtu, gro=gro)
     found: list[Finding] = []
@@ -85,22 +87,34 @@ def diagnose(trace: Trace, side: str | None = None, mtu: int | None = None, gro:
         found.append(Finding("no-tcp", "info", "No TCP packets to diagnose in this capture.", {}))
         return Diagnosis(found, [], 0, capture, hints.mtu or 0, "", trace)
     ctx = build(trace, hints)
-    for check in (sizes.super_packets, sizes.mss_mismatch, loss.black_hole, sizes.no_aggregation,
-                  checksums.checksum_findings):
+    checks = (sizes.super_packets, sizes.mss_mismatch, loss.black_hole, sizes.no_aggregation,
+              checksums.checksum_findings)
+    for check in checks:
         found += check(ctx)
+        if progress is not None:
+            progress.update(len(trace) // (len(checks) + 1))
     table = stats.flow_table(ctx)
     found += stats.stats_findings(ctx, table)
     found.sort(key=lambda f: -SEVERITIES.index(f.severity))
     return Diagnosis(found, table, len(trace), capture, ctx.mtu, ctx.mtu_why, trace)
 
 
-def diagnose_file(path, side: str | None = None, mtu: int | None = None, gro: str | None = None) -> Diagnosis:
+def diagnose_file(path, side: str | None = None, mtu: int | None = None, gro: str | None = None,
+                  progress=None) -> Diagnosis:
     """Read a pcap/pcapng and diagnose it. Raises ValueError only if the file cannot be opened,
     is not a capture, or is damaged before its first packet record (nothing could be read:
-    ``segment`` and ``gro`` refuse the same files)."""
+    ``segment`` and ``gro`` refuse the same files). progress: as :func:`diagnose`; its
+    ``total`` is set to twice the packets read (reading them is the first half)."""
     res = read_capture(path)
     name = str(path) if not isinstance(path, (bytes, bytearray, memoryview)) else "<bytes>"
     trace = res.trace if res.trace is not None else Trace.empty()
     if res.error and res.records == 0 and len(trace) == 0:
         raise ValueError(f"{Path(name).name}: {res.error}")
-    return diagnose(trace, side=side, mtu=mtu, gro=gro, notes=res.messages, error=res.error, capture=name)
+    if progress is not None:
+        progress.total = 2 * len(trace)
+        progress.update(len(trace))
+    d = diagnose(trace, side=side, mtu=mtu, gro=gro, notes=res.messages, error=res.error, capture=name,
+                 progress=progress)
+    if progress is not None:
+        progress.update(progress.total - progress.n)
+    return d

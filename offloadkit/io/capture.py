@@ -19,15 +19,15 @@ import struct
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 
 from .. import codes
 from ..errors import UsageError
-from ..packet.csum import fold_nb
 from ..packet.decode import decode, payload_bytes
+from ..packet.fast import FAST_COLUMNS, decode_eth_ipv4_tcp
 from ..packet.link import LINKTYPE_ETHERNET, supported, supported_names
 from ..trace import Trace
 from . import pcap, pcapng
+from .batch import Batch, read_batch
 from .records import (
     ERR_BAD_CAPLEN,
     STDIO,
@@ -38,190 +38,6 @@ from .records import (
     read_input,
     walk_error,
 )
-
-
-# -- numba fast path for plain Ethernet pcap -----------------------------------------------
-@njit(cache=True)
-def _be16n(data, o):
-    return (np.int64(data[o]) << 8) | np.int64(data[o + 1])
-
-
-@njit(cache=True)
-def _be32n(data, o):
-    return (np.int64(data[o]) << 24) | (np.int64(data[o + 1]) << 16) | (np.int64(data[o + 2]) << 8) \
-        | np.int64(data[o + 3])
-
-
-@njit(cache=True)
-def decode_eth_ipv4_tcp(data, off, cap, orig, status, src_ip, dst_ip, sport, dport, seq, ack, payload_len,
-                        flags, window, urg_ptr, tcp_hlen, opt_mss, opt_sackok, opt_ts, tsval, tsecr,
-                        opt_wscale, sack_n, sack, ip_id, ttl, tos, df, frag, ip_hlen, ip_len, ip_csum,
-                        l2_bytes, encap, vlan_tci, tcp_csum, csum_bad, csum_state, truncated):
-    """Decode Ethernet(+VLAN)/IPv4/TCP records in place.
-
-    status: 0 decoded, 1 not TCP, 3 not IP, 2 left to the Python decoder."""
-    for i in range(off.size):
-        b = off[i]
-        c = np.int64(cap[i])
-        status[i] = 2
-        if c < 14:
-            continue
-        et = _be16n(data, b + 12)
-        p = np.int64(14)
-        tci = -1
-        enc = 0
-        while et == 0x8100 or et == 0x88A8 or et == 0x9100:
-            if c < p + 4:
-                break
-            if tci < 0:
-                tci = _be16n(data, b + p)
-            enc |= 1
-            et = _be16n(data, b + p + 2)
-            p += 4
-        if et == 0x8100 or et == 0x88A8 or et == 0x9100:
-            continue
-        if et == 0x86DD or et == 0x8847 or et == 0x8848 or et == 0x8864:
-            continue
-        if et != 0x0800:
-            status[i] = 3
-            continue
-        if c < p + 20:
-            continue
-        vihl = data[b + p]
-        ihl = np.int64(vihl & 15) * 4
-        if (vihl >> 4) != 4 or ihl < 20 or c < p + ihl:
-            continue
-        proto = data[b + p + 9]
-        fr = _be16n(data, b + p + 6)
-        if fr & 0x1FFF:
-            continue
-        if proto == 17:
-            if c >= p + ihl + 4:
-                d = _be16n(data, b + p + ihl + 2)
-                if d != 4789 and d != 8472:
-                    status[i] = 1
-            continue
-        if proto != 6:
-            status[i] = 1
-            continue
-        il = _be16n(data, b + p + 2)
-        if il < ihl:
-            continue
-        t = p + ihl
-        if c < t + 20:
-            continue
-        thl = np.int64(data[b + t + 12] >> 4) * 4
-        if thl < 20:
-            continue
-        # decoded: fill the row
-        status[i] = 0
-        encap[i] = enc
-        vlan_tci[i] = tci
-        l2_bytes[i] = p
-        ip_hlen[i] = ihl
-        ip_len[i] = il
-        tos[i] = data[b + p + 1]
-        ip_id[i] = _be16n(data, b + p + 4)
-        df[i] = (fr & 0x4000) != 0
-        frag[i] = fr & 0xBFFF
-        ttl[i] = data[b + p + 8]
-        ip_csum[i] = _be16n(data, b + p + 10)
-        sa = _be32n(data, b + p + 12)
-        da = _be32n(data, b + p + 16)
-        src_ip[i] = sa
-        dst_ip[i] = da
-        sport[i] = _be16n(data, b + t)
-        dport[i] = _be16n(data, b + t + 2)
-        seq[i] = _be32n(data, b + t + 4)
-        ack[i] = _be32n(data, b + t + 8)
-        fl = np.int64(data[b + t + 13]) | (np.int64(data[b + t + 12] & 1) << 8)
-        flags[i] = fl
-        window[i] = _be16n(data, b + t + 14)
-        cs = _be16n(data, b + t + 16)
-        tcp_csum[i] = cs
-        urg_ptr[i] = _be16n(data, b + t + 18)
-        tcp_hlen[i] = thl
-        plen = il - ihl - thl
-        if plen < 0:
-            plen = 0
-        payload_len[i] = plen
-        oend = t + thl
-        if oend > c:
-            oend = c
-        avail = c - (t + thl)
-        if avail < 0:
-            avail = 0
-        trunc = c < t + thl or avail < plen
-        truncated[i] = trunc
-        # options
-        k = t + 20
-        while k < oend:
-            kind = data[b + k]
-            if kind == 0:
-                break
-            if kind == 1:
-                k += 1
-                continue
-            if k + 1 >= oend:
-                break
-            ln = np.int64(data[b + k + 1])
-            if ln < 2 or k + ln > oend:
-                break
-            if kind == 2 and ln == 4:
-                opt_mss[i] = _be16n(data, b + k + 2)
-            elif kind == 3 and ln == 3:
-                ws = data[b + k + 2]
-                opt_wscale[i] = ws if ws < 127 else 127
-            elif kind == 4 and ln == 2:
-                opt_sackok[i] = True
-            elif kind == 8 and ln == 10:
-                opt_ts[i] = True
-                tsval[i] = _be32n(data, b + k + 2)
-                tsecr[i] = _be32n(data, b + k + 6)
-            elif kind == 5 and (ln - 2) % 8 == 0:
-                nb = (ln - 2) // 8
-                if nb > sack.shape[1] // 2:
-                    nb = sack.shape[1] // 2
-                sack_n[i] = nb
-                for j in range(2 * nb):
-                    sack[i, j] = _be32n(data, b + k + 2 + 4 * j)
-                for j in range(2 * nb, sack.shape[1]):
-                    sack[i, j] = 0
-            k += ln
-        # checksum
-        if c >= t + thl:
-            seg = thl + plen
-            ph = (sa >> 16) + (sa & 0xFFFF) + (da >> 16) + (da & 0xFFFF) + 6 + (seg >> 16) + (seg & 0xFFFF)
-            partial = fold_nb(ph)
-            whole = (not trunc) and (fr & 0x2000) == 0
-            if whole:
-                s = ph
-                e = t + seg
-                j = t
-                while j + 1 < e:
-                    if j != t + 16:
-                        s += (np.int64(data[b + j]) << 8) | np.int64(data[b + j + 1])
-                    j += 2
-                if j < e:
-                    s += np.int64(data[b + j]) << 8
-                correct = (~fold_nb(s)) & 0xFFFF
-                s_without = fold_nb((~correct) & 0xFFFF)
-                computed = (~fold_nb(s_without + cs)) & 0xFFFF
-                if computed != 0:
-                    if cs == partial:
-                        csum_state[i] = 3
-                    else:
-                        csum_bad[i] = True
-            elif cs == partial:
-                csum_state[i] = 3
-
-
-_FAST_COLUMNS = ("src_ip", "dst_ip", "sport", "dport", "seq", "ack", "payload_len", "flags", "window",
-                 "urg_ptr", "tcp_hlen", "opt_mss", "opt_sackok", "opt_ts", "tsval", "tsecr", "opt_wscale",
-                 "sack_n", "sack", "ip_id", "ttl", "tos", "df", "frag", "ip_hlen", "ip_len", "ip_csum",
-                 "l2_bytes", "encap", "vlan_tci", "tcp_csum", "csum_bad", "csum_state", "truncated")
-
-
 
 
 def warmup() -> None:
@@ -280,14 +96,12 @@ def _finish(rows, payloads, fast_trace, fast_payloads, stats: Stats, res: Captur
     return res
 
 
-def _read_pcap(data: np.ndarray, res: CaptureResult, stats: Stats, fast: bool, with_payload: bool):
-    raw = data.tobytes()
+def _read_pcap(raw: bytes, res: CaptureResult, stats: Stats, fast: bool, with_payload: bool):
+    data = np.frombuffer(raw, dtype=np.uint8)
     h = pcap.Header(raw)
     h.fill(res)
-    rows: list[dict] = []
-    payloads: list[bytes] = []
     if not h.complete:
-        return _finish(rows, payloads, None, None, stats, res, with_payload)
+        return _finish([], [], None, None, stats, res, with_payload)
     empty = np.empty(0, np.int64)
     n, end, err = pcap.walk_pcap(data, 24, h.swapped, h.rec_hdr, h.maxcap, False, empty, empty, empty, empty,
                                  empty)
@@ -299,18 +113,28 @@ def _read_pcap(data: np.ndarray, res: CaptureResult, stats: Stats, fast: bool, w
         if err == ERR_BAD_CAPLEN:
             bad = struct.unpack(h.endian + "I", raw[end + 8:end + 12])[0]
         res.error = walk_error(err, n, end, bad)
-    orig = np.maximum(orig, cap)
-    times = sec * 1_000_000_000 + frac * h.mult
+    return _read_arrays(raw, data, off, cap, np.maximum(orig, cap), sec * 1_000_000_000 + frac * h.mult,
+                        np.full(n, h.linktype, np.int32), np.full(n, h.fcs, np.int32),
+                        np.arange(1, n + 1, dtype=np.int64), res, stats, fast, with_payload)
+
+
+def _read_arrays(raw, data, off, cap, orig, times, linktype, fcs, frames, res, stats, fast, with_payload):
+    """Decode walked records: Ethernet (no FCS) ones by the numba decoder, the rest by ``packet.decode``."""
+    n = len(off)
+    rows: list[dict] = []
+    payloads: list[bytes] = []
     fast_trace = None
     fast_payloads = None
     todo = np.arange(n)
-    if fast and h.linktype == LINKTYPE_ETHERNET and not h.fcs and n:
+    eth = (linktype == LINKTYPE_ETHERNET) & (fcs == 0)
+    if fast and n and eth.any():
         t = Trace.empty(n)
         cols = t.columns
         status = np.empty(n, np.uint8)
-        decode_eth_ipv4_tcp(data, off, cap, orig, status, *[cols[k] for k in _FAST_COLUMNS])
+        decode_eth_ipv4_tcp(data, off, cap, orig, status, *[cols[k] for k in FAST_COLUMNS])
+        status[~eth] = 2
         cols["time_ns"][:] = times
-        cols["frame"][:] = np.arange(1, n + 1)
+        cols["frame"][:] = frames
         keep = status == 0
         fast_trace = t if keep.all() else t[keep] if keep.any() else None
         for code, reason in ((1, "not TCP"), (3, "not IP")):
@@ -326,7 +150,7 @@ def _read_pcap(data: np.ndarray, res: CaptureResult, stats: Stats, fast: bool, w
             fast_payloads = [raw[a:b] if b > a else b"" for a, b in zip(st.tolist(), en.tolist())]
     for j in todo.tolist():
         o, c = int(off[j]), int(cap[j])
-        rec = Record(j + 1, int(times[j]), h.linktype, raw[o:o + c], int(orig[j]), h.fcs)
+        rec = Record(int(frames[j]), int(times[j]), int(linktype[j]), raw[o:o + c], int(orig[j]), int(fcs[j]))
         _decode_into(rows, payloads, stats, rec, with_payload)
     return _finish(rows, payloads, fast_trace, fast_payloads, stats, res, with_payload)
 
@@ -346,10 +170,10 @@ def read_capture(path, with_payload: bool = False, fast: bool = True) -> Capture
     if len(raw) < 4:
         res.error = f"{name} is {len(raw)} bytes long: too short to be a pcap or pcapng file."
     elif pcap.is_pcap(raw):
-        return _read_pcap(np.frombuffer(raw, dtype=np.uint8), res, stats, fast, with_payload)
+        return _read_pcap(raw, res, stats, fast, with_payload)
     elif raw[:4] == pcapng.MAGIC:
-        for rec in pcapng.records(raw, res, stats):
-            _decode_into(rows, payloads, stats, rec, with_payload)
+        data, off, cap, orig, times, lt, fcs, frames = pcapng.packet_arrays(raw, res, stats)
+        return _read_arrays(raw, data, off, cap, orig, times, lt, fcs, frames, res, stats, fast, with_payload)
     else:
         res.error = f"{name} is not a pcap or pcapng file (it starts with bytes {raw[:4].hex()})."
     return _finish(rows, payloads, None, None, stats, res, with_payload)
@@ -385,21 +209,39 @@ def load_records(path) -> tuple[list[Record], CaptureResult]:
     Refused: a missing path, a directory, a file that is not pcap/pcapng, one whose
     interfaces all have link types the kit does not read. A damaged file keeps the
     records before the damage (``res.error`` says where)."""
+    check_path(path)
+    records, res = read_records(path)
+    check_loaded(path, res, len(records))
+    return records, res
+
+
+def load_batch(path) -> tuple[Batch, CaptureResult]:
+    """:func:`load_records` as a :class:`io.batch.Batch` (the same checks, the same one-line refusals)."""
+    check_path(path)
+    batch, res = read_batch(path)
+    check_loaded(path, res, len(batch))
+    return batch, res
+
+
+def check_path(path) -> None:
+    """A missing path or a directory is one UsageError line."""
     p = Path(path)
     if str(path) != STDIO and not p.exists():
         raise UsageError(f"{path}: no such file")
     if p.is_dir():
         raise UsageError(f"{path} is a directory, not a pcap or pcapng file")
-    records, res = read_records(path)
+
+
+def check_loaded(path, res: CaptureResult, n: int) -> None:
+    """Refuse (one UsageError line) what :func:`load_records` refuses; ``n``: the records read."""
     if res.format == "unknown":
         raise UsageError(f"{path} is not a pcap or pcapng file (it does not start with a pcap or pcapng "
                          f"header)")
     if res.linktypes and not any(supported(lt) for lt in res.linktypes):
         lts = ", ".join(str(lt) for lt in sorted(set(res.linktypes)))
         raise UsageError(f"{path} has link type {lts}; offloadkit reads {supported_names()}")
-    if res.error and not records:
+    if res.error and not n:
         raise UsageError(f"{path} cannot be read: {res.error}")
-    return records, res
 
 
 def write_capture(path, records: list[Record], like: CaptureResult) -> str:

@@ -134,6 +134,11 @@ def fits(time_ns: int) -> bool:
     return 0 <= time_ns // 1_000_000_000 <= MAX_PCAP_SECONDS
 
 
+def header_bytes(linktype: int, snaplen: int, nano: bool, fcs: int = 0) -> bytes:
+    """The 24-byte little-endian file header :func:`write_records` writes."""
+    return struct.pack("<IHHiIII", 0xA1B23C4D if nano else 0xA1B2C3D4, 2, 4, 0, 0, snaplen, linktype_field(linktype, fcs))
+
+
 def write_records(path, records, linktype: int = LINKTYPE_ETHERNET, snaplen: int = SNAPLEN,
                   nano: bool = False, fcs: int = 0) -> int:
     """Write raw records ``(time_ns, captured bytes, original length)`` (or :class:`Record`)
@@ -142,8 +147,7 @@ def write_records(path, records, linktype: int = LINKTYPE_ETHERNET, snaplen: int
     A timestamp before 1970 or after 2106 raises ValueError naming it (write pcapng instead)."""
     if not 0 < snaplen <= SNAPLEN:
         raise ValueError(f"snaplen {snaplen} is out of range: use 1..{SNAPLEN}")
-    parts = [struct.pack("<IHHiIII", 0xA1B23C4D if nano else 0xA1B2C3D4, 2, 4, 0, 0, snaplen,
-                         linktype_field(linktype, fcs))]
+    parts = [header_bytes(linktype, snaplen, nano, fcs)]
     rec = struct.Struct("<IIII")
     for r in records:
         t, data, orig = (r.time_ns, r.data, r.orig_len) if hasattr(r, "data") else r

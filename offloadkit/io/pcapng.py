@@ -15,6 +15,9 @@ from __future__ import annotations
 import struct
 from typing import Iterable, Iterator
 
+import numpy as np
+from numba import njit
+
 from .records import CaptureResult, Record, Stats, clamp_time, write_output
 
 MAGIC = b"\x0a\x0d\x0d\x0a"
@@ -146,6 +149,176 @@ def records(data: bytes, res: CaptureResult, stats: Stats) -> Iterator[Record]:
         stats.skip("packet refers to an interface the file does not describe", bad_iface)
 
 
+# -- the numba block walker -------------------------------------------------------------------
+W_OK, W_SHORT_HEADER, W_NO_BOM, W_BAD_LEN, W_CUT_BLOCK, W_MISMATCH, W_SHORT_SHB, W_SHORT_IDB, W_BAD_CAP = range(9)
+
+
+@njit(cache=True)
+def _u32(d, o, big):
+    if big:
+        return (np.int64(d[o]) << 24) | (np.int64(d[o + 1]) << 16) | (np.int64(d[o + 2]) << 8) | np.int64(d[o + 3])
+    return (np.int64(d[o + 3]) << 24) | (np.int64(d[o + 2]) << 16) | (np.int64(d[o + 1]) << 8) | np.int64(d[o])
+
+
+@njit(cache=True)
+def walk_blocks(d, idb_pos, idb_big, idb_first, p_off, p_cap, p_orig, p_iface, p_ts, p_has_ts, p_frame):
+    """Walk a pcapng's blocks: (packets, frames, idbs, malformed, bad_iface, error code, error offset,
+    value, value2).
+
+    Fills per packet (EPB/PB/SPB on a described interface): data offset, captured and original
+    length, global interface number (IDBs counted over all sections), raw timestamp."""
+    size = d.size
+    pos = 0
+    big = False
+    nidb = 0
+    base = 0          # global number of the section's first interface
+    snap0 = 0         # the section's first interface's snaplen
+    n = 0
+    frame = 0
+    malformed = 0
+    bad = 0
+    while pos < size:
+        if pos + 12 > size:
+            return n, frame, nidb, malformed, bad, W_SHORT_HEADER, pos, 0, 0
+        btype = _u32(d, pos, big)
+        if btype == SHB:
+            b0, b1, b2, b3 = d[pos + 8], d[pos + 9], d[pos + 10], d[pos + 11]
+            if b0 == 0x4D and b1 == 0x3C and b2 == 0x2B and b3 == 0x1A:
+                big = False
+            elif b0 == 0x1A and b1 == 0x2B and b2 == 0x3C and b3 == 0x4D:
+                big = True
+            else:
+                return n, frame, nidb, malformed, bad, W_NO_BOM, pos, 0, 0
+            base = nidb
+            snap0 = 0
+        blen = _u32(d, pos + 4, big)
+        if blen < 12 or blen % 4:
+            return n, frame, nidb, malformed, bad, W_BAD_LEN, pos, blen, 0
+        if pos + blen > size:
+            return n, frame, nidb, malformed, bad, W_CUT_BLOCK, pos, blen, 0
+        if _u32(d, pos + blen - 4, big) != blen:
+            return n, frame, nidb, malformed, bad, W_MISMATCH, pos, blen, 0
+        body = pos + 8
+        blen_body = blen - 12
+        if btype == SHB:
+            if blen_body < 16:
+                return n, frame, nidb, malformed, bad, W_SHORT_SHB, pos, 0, 0
+        elif btype == IDB:
+            if blen_body < 8:
+                return n, frame, nidb, malformed, bad, W_SHORT_IDB, pos, 0, 0
+            if nidb < len(idb_pos):
+                idb_pos[nidb] = pos
+                idb_big[nidb] = big
+                idb_first[nidb] = nidb == base
+            if nidb == base:
+                snap0 = _u32(d, body + 4, big)
+            nidb += 1
+        elif btype == EPB or btype == PB or btype == SPB:
+            frame += 1
+            if btype == SPB:
+                if blen_body < 4:
+                    malformed += 1
+                    pos += blen
+                    continue
+                iface = 0
+                orig = _u32(d, body, big)
+                cap = min(orig, blen_body - 4)
+                if nidb > base and snap0:
+                    cap = min(cap, snap0)
+                start, ts, has = body + 4, np.int64(0), False
+            else:
+                if blen_body < 20:
+                    malformed += 1
+                    pos += blen
+                    continue
+                if btype == EPB:
+                    iface = _u32(d, body, big)
+                else:
+                    iface = (_u32(d, body, big) >> 16) if big else (_u32(d, body, big) & 0xFFFF)
+                hi, lo = _u32(d, body + 4, big), _u32(d, body + 8, big)
+                cap, orig = _u32(d, body + 12, big), _u32(d, body + 16, big)
+                if cap > blen_body - 20:
+                    return n, frame - 1, nidb, malformed, bad, W_BAD_CAP, pos, cap, blen_body - 20
+                start, ts, has = body + 20, (hi << 32) | lo, True
+            if iface >= nidb - base:
+                bad += 1
+            else:
+                if n < len(p_off):
+                    p_off[n] = start
+                    p_cap[n] = cap
+                    p_orig[n] = max(orig, cap)
+                    p_iface[n] = base + iface
+                    p_ts[n] = ts
+                    p_has_ts[n] = has
+                    p_frame[n] = frame
+                n += 1
+        pos += blen
+    return n, frame, nidb, malformed, bad, W_OK, pos, 0, 0
+
+
+def walk_error_text(code: int, pos: int, value: int, held: int, frame: int) -> str:
+    """The sentence :func:`records` gives for a walker error."""
+    text = {W_SHORT_HEADER: f"the file ends inside a block header (offset {pos}): the capture is truncated",
+            W_NO_BOM: f"section header at offset {pos} has no valid byte-order magic: the file is corrupt from there",
+            W_BAD_LEN: f"block at offset {pos} has an invalid length {value}: the file is corrupt from there",
+            W_CUT_BLOCK: f"the file ends inside a {value}-byte block at offset {pos}: the capture is truncated",
+            W_MISMATCH: f"block at offset {pos} has mismatched length fields: the file is corrupt from there",
+            W_SHORT_SHB: f"section header at offset {pos} is too short: the file is corrupt from there",
+            W_SHORT_IDB: f"interface description at offset {pos} is too short: the file is corrupt from there",
+            W_BAD_CAP: f"packet block at offset {pos} claims {value} captured bytes but holds "
+                       f"{held}: the file is corrupt from there"}[code]
+    return f"{text}; {frame} packets were read before it."
+
+
+def packet_arrays(data: bytes, res: CaptureResult, stats: Stats):
+    """The packets of a pcapng's bytes as arrays (numba block walk): (uint8 data, offset, captured,
+    original, time_ns, linktype, fcs, frame) with ``res`` filled as :func:`records` fills it."""
+    d = np.frombuffer(data, np.uint8)
+    e64, eb = np.empty(0, np.int64), np.empty(0, np.bool_)
+    n, frame, nidb, malformed, bad, err, pos, val, held = walk_blocks(d, e64, eb, eb, e64, e64, e64, e64, e64, eb,
+                                                                      e64)
+    idb_pos, idb_big, idb_first = np.empty(nidb, np.int64), np.empty(nidb, np.bool_), np.empty(nidb, np.bool_)
+    off, cap, orig, iface, ts, frames = (np.empty(n, np.int64) for _ in range(6))
+    has = np.empty(n, np.bool_)
+    walk_blocks(d, idb_pos, idb_big, idb_first, off, cap, orig, iface, ts, has, frames)
+    res.format = "pcapng"
+    ifaces = []
+    for p, big, first in zip(idb_pos.tolist(), idb_big.tolist(), idb_first.tolist()):
+        endian = ">" if big else "<"
+        blen = struct.unpack(endian + "I", data[p + 4:p + 8])[0]
+        f = _interface(data[p + 8:p + blen - 4], endian)
+        ifaces.append(f)
+        res.linktypes.append(f[0])
+        res.fcs.append(f[4])
+        if first and f[1]:
+            res.snaplen = f[1]
+        res.fine_times |= tsresol_ns(1_000_000, f[2], 0) < 1_000_000_000
+    if err != W_OK:
+        res.error = walk_error_text(err, pos, val, held, frame)
+    res.records = frame
+    if malformed:
+        stats.skip("malformed packet block", malformed)
+    if bad:
+        stats.skip("packet refers to an interface the file does not describe", bad)
+    lt = np.array([f[0] for f in ifaces] or [0], np.int32)[iface]
+    fcs = np.array([f[4] for f in ifaces] or [0], np.int32)[iface]
+    return d, off, cap, orig, _times(ts, has, iface, ifaces), lt, fcs, frames
+
+
+def _times(ts, has, iface, ifaces):
+    """Nanosecond times of raw timestamps (vectorised for the usual µs/ns interfaces)."""
+    out = np.zeros(len(ts), np.int64)
+    for k, f in enumerate(ifaces):
+        sel = np.nonzero((iface == k) & has)[0]
+        if not len(sel):
+            continue
+        resol, tsoff = f[2], f[3]
+        raw = ts[sel]
+        if resol in (6, 9) and tsoff == 0 and (raw >= 0).all() and raw.max() < (1 << 62) // 1000:
+            out[sel] = raw * (1000 if resol == 6 else 1)
+        else:
+            out[sel] = [clamp_time(tsresol_ns(int(t) & 0xFFFFFFFFFFFFFFFF, resol, tsoff)) for t in raw.tolist()]
+    return out
 def _block(btype: int, body: bytes) -> bytes:
     body += b"\0" * (-len(body) % 4)
     n = len(body) + 12

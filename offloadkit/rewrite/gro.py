@@ -27,26 +27,24 @@ as captured; a packet delivered alone is copied byte for byte.
 """
 from __future__ import annotations
 
-import hashlib
 import struct
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import codes
-from ..engine.gro import GroHints, GroParams, GroResult, gro
+from ..engine.checksum import CsumPasses
+from ..engine.gro import O_FIRST, O_FLOR, O_TIME, GroHints, GroParams, prepare, run_kernel
+from ..io.batch import Batch
 from ..io.records import Record
 from ..packet.csum import fold, ip_header_checksum, ones_sum, pseudo_sum, verifies
 from ..packet.decode import Layout, decode
 from ..packet.link import LINKTYPE_ETHERNET, LINKTYPES, append_fcs
 from ..trace import Trace
+from .gro_fast import MODE_SIDE, build_output, eth_ipv4_hints, group_mode, key_of
 
 HINTS = ("no_handler", "soft_flush", "ip_csum_ok", "opt_key", "flow_key", "outer_net", "outer_id")
 NO_GRO_ENCAP = codes.ENC_MPLS | codes.ENC_PPPOE
-
-
-def _h(b: bytes) -> int:
-    return int.from_bytes(hashlib.blake2b(b, digest_size=8).digest(), "big")
 
 
 def _be16(b, o):
@@ -107,34 +105,48 @@ def frame_hints(linktype: int, buf: bytes, orig_len: int, fcs: int = 0):
     hint["soft_flush"] |= _length_disagrees(buf, lay, ip, lay.ver)
     if _no_handler(row, lay):
         return row, hint, lay
-    hint["opt_key"] = _h(buf[lay.tcp + 20:lay.pay])
-    hint["flow_key"] = _h(flow) if flow else 0
+    hint["opt_key"] = key_of(buf[lay.tcp + 20:lay.pay])
+    hint["flow_key"] = key_of(flow) if flow else 0
     hint["no_handler"] = False
     row["csum_bad"] = bool(row["csum_bad"]) and not hint["soft_flush"]
     return row, hint, lay
 
 
-def records_to_trace(records: list[Record], progress=iter):
-    """(Trace, GroHints, layouts) for every record; records GRO cannot read become pass-through rows.
+def batch_to_trace(b: Batch, progress=None, fast_path: bool = True):
+    """(Trace, GroHints, fast) for every record of ``b``; records GRO cannot read become pass-through rows.
 
-    progress: wraps the loop over the records (e.g. a tqdm bar)."""
-    rows, layouts = [], []
-    hints = {k: [] for k in HINTS}
-    for i, rec in enumerate(progress(records)):
-        row, hint, lay = frame_hints(rec.linktype, rec.data, rec.orig_len, rec.fcs)
-        row["time_ns"] = rec.time_ns
-        row["frame"] = i
+    Plain Ethernet/IPv4/TCP records are decoded and hinted by numba kernels (``fast``
+    True); the others by :func:`frame_hints` (all of them when ``fast_path`` is False: the
+    reference the fast path is tested against). progress: a ``commands.progress`` counter."""
+    n = len(b)
+    trace, fast = b.decode_plain(fast_path)
+    c = trace.columns
+    c["frame"][:] = np.arange(n)
+    c["time_ns"][:] = b.time_ns
+    c["csum_state"][fast] = codes.CSUM_NONE
+    h = {"no_handler": np.ones(n, np.bool_), "soft_flush": np.zeros(n, np.bool_), "ip_csum_ok": np.ones(n, np.bool_),
+         "opt_key": np.zeros(n, np.uint64), "flow_key": np.zeros(n, np.uint64),
+         "outer_net": np.full(n, -1, np.int64), "outer_id": np.zeros(n, np.int64)}
+    eth_ipv4_hints(b.data, b.off, b.cap, b.orig, np.nonzero(fast)[0], c["ip_hlen"], c["tcp_hlen"], c["ip_len"],
+                   c["csum_bad"], h["no_handler"], h["soft_flush"], h["ip_csum_ok"], h["opt_key"])
+    slow = np.nonzero(~fast)[0]
+    if progress is not None:
+        progress.update(n - len(slow))
+    rows = []
+    for i in slow.tolist():
+        row, hint, _ = frame_hints(int(b.linktype[i]), b.data[b.off[i]:b.off[i] + b.cap[i]].tobytes(),
+                                   int(b.orig[i]), int(b.fcs[i]))
         rows.append(row)
-        layouts.append(lay)
         for k in HINTS:
-            hints[k].append(hint[k])
-    if not records:
-        return Trace.empty(), None, layouts
-    gh = GroHints(no_handler=np.array(hints["no_handler"]), soft_flush=np.array(hints["soft_flush"]),
-                  ip_csum_ok=np.array(hints["ip_csum_ok"]), opt_key=np.array(hints["opt_key"], np.uint64),
-                  flow_key=np.array(hints["flow_key"], np.uint64),
-                  outer_net=np.array(hints["outer_net"], np.int64), outer_id=np.array(hints["outer_id"], np.int64))
-    return Trace.from_rows(rows), gh, layouts
+            h[k][i] = hint[k]
+        if progress is not None:
+            progress.update(1)
+    if rows:
+        st = Trace.from_rows(rows) if any(rows) else Trace.empty(len(rows))
+        for k, v in st.columns.items():
+            if k not in ("frame", "time_ns"):
+                c[k][slow] = v
+    return trace, GroHints(**h), fast
 
 
 def merged_record(records: list[Record], layouts: list, rows: list[int], plens, flags: int,
@@ -186,34 +198,77 @@ def merged_record(records: list[Record], layouts: list, rows: list[int], plens, 
 
 @dataclass
 class GroRun:
-    """What :func:`gro_records` did: the output records, the input Trace and GRO's result."""
+    """What :func:`gro_batch` did: the output records, a GRO reason per input record, the checksum passes."""
 
-    records: list
-    trace: Trace
-    result: GroResult
+    batch: Batch
+    reasons: np.ndarray
+    passes: CsumPasses
 
     @property
     def merged(self) -> int:
-        return int((self.result.reasons == codes.GRO_MERGED).sum())
+        return int((self.reasons == codes.GRO_MERGED).sum())
+
+    @property
+    def records(self) -> list[Record]:
+        return self.batch.records()
+
+    def reason_counts(self) -> dict[str, int]:
+        vals, cnt = np.unique(self.reasons, return_counts=True)
+        return {codes.GRO_REASON_NAMES[int(v)]: int(c) for v, c in zip(vals, cnt)}
 
 
-def gro_records(records: list[Record], params: GroParams | None = None, progress=iter) -> GroRun:
-    """The records the stack sees after GRO, in delivery order, timestamped when delivered."""
-    trace, hints, layouts = records_to_trace(records, progress)
-    res = gro(trace, params or GroParams(), hints)
-    out = res.out
-    groups: dict[int, list[int]] = {}
-    for i, o in enumerate(res.out_row.tolist()):
-        groups.setdefault(o, []).append(i)
-    flags = out.flags.astype(np.int64).tolist()
-    times = out.time_ns.tolist()
-    plens = trace.payload_len
-    recs = []
-    for k in range(len(out)):
-        rows = groups[k]
-        if len(rows) == 1:
-            r = records[rows[0]]
-            recs.append(Record(r.frame, times[k], r.linktype, r.data, r.orig_len, r.fcs))
-        else:
-            recs.append(merged_record(records, layouts, rows, plens, flags[k], times[k]))
-    return GroRun(recs, trace, res)
+def gro_batch(b: Batch, params: GroParams | None = None, progress=None, fast_path: bool = True) -> GroRun:
+    """The records the stack sees after GRO, in delivery order, timestamped when delivered.
+
+    Runs ``engine.gro``'s kernel on the decoded records (its output Trace is not built:
+    the records are written from the kernel's output table)."""
+    params = params or GroParams()
+    trace, hints, fast = batch_to_trace(b, progress, fast_path)
+    prep = prepare(trace, params, hints)
+    reasons, owner, O = run_kernel(prep, params)
+    passes = prep["_passes"]
+    del prep
+    n, m = len(b), O.shape[1]
+    first = np.ascontiguousarray(O[O_FIRST])
+    pos = np.empty(n, np.int64)
+    pos[first] = np.arange(m)
+    out_row = pos[owner]
+    members = np.argsort(out_row, kind="stable")
+    starts = np.zeros(m + 1, np.int64)
+    np.cumsum(np.bincount(out_row, minlength=m), out=starts[1:])
+    mode = group_mode(members, starts, fast)
+    c = trace.columns
+    flags = c["flags"][first].astype(np.int64) | O[O_FLOR]
+    times = np.ascontiguousarray(O[O_TIME])
+    side = _side_records(b, mode, members, starts, c["payload_len"], flags, times)
+    args = (b.data, b.off, b.cap, b.orig, c["l2_bytes"], c["ip_hlen"], c["tcp_hlen"], c["payload_len"], members,
+            starts, mode, flags, *side)
+    o_off, o_cap, o_orig = (np.empty(m, np.int64) for _ in range(3))
+    size = build_output(*args, np.empty(0, np.uint8), o_off, o_cap, o_orig, False)
+    buf = np.empty(size, np.uint8)
+    build_output(*args, buf, o_off, o_cap, o_orig, True)
+    return GroRun(Batch(buf, o_off, o_cap, o_orig, times, b.linktype[first], b.fcs[first], b.frame[first]),
+                  reasons, passes)
+
+
+def _side_records(b: Batch, mode, members, starts, plens, flags, times):
+    """(bytes, offset, captured, original length) per output of the merges Python builds (MODE_SIDE)."""
+    m = len(mode)
+    s_off, s_cap, s_orig = (np.zeros(m, np.int64) for _ in range(3))
+    parts = []
+    pos = 0
+    for k in np.nonzero(mode == MODE_SIDE)[0].tolist():
+        rows = members[starts[k]:starts[k + 1]].tolist()
+        recs = {r: b.record(r) for r in rows}
+        lays = {r: decode(recs[r].linktype, recs[r].data, recs[r].orig_len, recs[r].fcs)[1] for r in rows}
+        rec = merged_record(recs, lays, rows, plens, int(flags[k]), int(times[k]))
+        parts.append(rec.data)
+        s_off[k], s_cap[k], s_orig[k] = pos, len(rec.data), rec.orig_len
+        pos += len(rec.data)
+    side = np.frombuffer(b"".join(parts), np.uint8) if parts else np.zeros(0, np.uint8)
+    return side, s_off, s_cap, s_orig
+
+
+def gro_records(records: list[Record], params: GroParams | None = None) -> GroRun:
+    """:func:`gro_batch` of a list of records."""
+    return gro_batch(Batch.of_records(records), params)

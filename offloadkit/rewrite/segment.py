@@ -38,11 +38,13 @@ import numpy as np
 
 from ..codes import CSUM_PARTIAL, DROP_NONE, GSO_TCP_FIXEDID
 from ..engine.segment import HOP_JUMBO_HLEN, segment
+from ..io.batch import Batch
 from ..io.records import Record
 from ..packet.csum import fold, ip_header_checksum, ones_sum, pseudo_sum
 from ..packet.decode import Layout, decode
 from ..packet.link import append_fcs
-from ..trace import FIELDS, Trace
+from ..trace import Trace
+from .segment_fast import build_segments
 
 HEADER_COLUMNS = ("tos", "ip_id", "df", "frag", "ttl", "src_ip", "dst_ip", "sport", "dport", "seq", "ack",
                   "flags", "window", "urg_ptr", "payload_len", "ip_len", "ip_hlen", "tcp_hlen", "ip_version",
@@ -51,13 +53,49 @@ HEADER_COLUMNS = ("tos", "ip_id", "df", "frag", "ttl", "src_ip", "dst_ip", "spor
 
 @dataclass
 class SegmentRun:
-    """What :func:`segment_records` did."""
+    """What :func:`segment_batch` did (``records``: a Batch; a list from :func:`segment_records`)."""
 
-    records: list
+    records: Batch | list
     super_packets: int
     segments: int
     dropped: int
     unsegmented: int = 0      # super-packets copied whole: tunnelled (not modelled yet)
+    packets: int = 0          # input records
+    written: int = 0          # output records
+
+
+MAX_CHUNK_SEGMENTS = 1 << 16
+
+
+def _bounded(chunks, mss: int):
+    """The chunks cut so that none makes more than about ``MAX_CHUNK_SEGMENTS`` segments (a record of
+    original length L makes at most L // mss + 1): memory follows the chunk, not the super-packets."""
+    for b in chunks:
+        est = np.cumsum(b.orig // max(mss, 1) + 1)
+        if not len(est) or est[-1] <= MAX_CHUNK_SEGMENTS:
+            yield b
+            continue
+        cuts = np.searchsorted(est, np.arange(MAX_CHUNK_SEGMENTS, int(est[-1]), MAX_CHUNK_SEGMENTS), side="right")
+        for a, e in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(b)]))):
+            if e > a:
+                yield b.slice(int(a), int(e))
+
+
+def segment_stream(chunks, write, mss: int, nic: str = "sw-gso", tx_csum: bool = True, fixed_id: bool = False,
+                   progress=None) -> SegmentRun:
+    """:func:`segment_batch` chunk by chunk (GSO has no state between packets): each chunk's output
+    goes to ``write``; returns the totals (``records`` None)."""
+    total = SegmentRun(None, 0, 0, 0)
+    for chunk in _bounded(chunks, mss):
+        run = segment_batch(chunk, mss, nic, tx_csum, fixed_id, progress)
+        write(run.records)
+        total.super_packets += run.super_packets
+        total.segments += run.segments
+        total.dropped += run.dropped
+        total.unsegmented += run.unsegmented
+        total.packets += len(chunk)
+        total.written += len(run.records)
+    return total
 
 
 def super_packet(rec: Record, mss: int):
@@ -74,45 +112,91 @@ def super_packet(rec: Record, mss: int):
     return (row, lay) if lay.ver in (4, 6) else None
 
 
-def segment_records(records: list[Record], mss: int, nic: str = "sw-gso", tx_csum: bool = True,
-                    fixed_id: bool = False, progress=iter) -> SegmentRun:
-    """The output records of ``records`` segmented at gso_size ``mss`` (``progress`` wraps the read loop)."""
+def segment_batch(b: Batch, mss: int, nic: str = "sw-gso", tx_csum: bool = True, fixed_id: bool = False,
+                  progress=None, fast_path: bool = True) -> SegmentRun:
+    """The output records of ``b`` segmented at gso_size ``mss`` (``progress``: a ``commands.progress`` counter).
+
+    Plain Ethernet/IPv4/TCP records are decoded and their segments written by numba
+    kernels (``rewrite.segment_fast``); the others (all when ``fast_path`` is False: the
+    reference the fast path is tested against) go through :func:`super_packet`."""
+    n = len(b)
+    full, fast = b.decode_plain(fast_path)
+    c = full.columns
+    head = fast & (c["payload_len"] > mss) & ((c["frag"] & 0x2000) == 0) & \
+        (14 + c["ip_hlen"].astype(np.int64) + c["tcp_hlen"] <= b.cap)
+    slow = np.nonzero(~fast)[0]
+    if progress is not None:
+        progress.update(n - len(slow))
     heads = {}
     tunnelled = 0
-    for i, rec in enumerate(progress(records)):
-        got = super_packet(rec, mss)
+    for i in slow.tolist():
+        got = super_packet(b.record(i), mss)
         if got == "tunnel":
             tunnelled += 1
         elif got is not None:
             heads[i] = got
-    idx = sorted(heads)
-    if idx:
-        cols = {k: [heads[i][0].get(k, FIELDS[k][1] if not FIELDS[k][2] else [0] * FIELDS[k][2][0])
-                    for i in idx] for k in HEADER_COLUMNS}
-        trace = Trace.from_columns(frame=np.asarray(idx, dtype=np.int64),
-                                   gso_type=GSO_TCP_FIXEDID if fixed_id else 0, **cols)
-    else:
-        trace = Trace.empty()
+            head[i] = True
+        if progress is not None:
+            progress.update(1)
+    if heads:
+        rows = list(heads)
+        st = Trace.from_rows([{k: heads[i][0][k] for k in HEADER_COLUMNS if k in heads[i][0]} for i in rows])
+        for k in HEADER_COLUMNS:
+            c[k][rows] = st.columns[k]
+    idx = np.nonzero(head)[0]
+    trace = Trace.from_columns(frame=idx, gso_type=GSO_TCP_FIXEDID if fixed_id else 0,
+                               **{k: c[k][idx] for k in HEADER_COLUMNS}) if len(idx) else Trace.empty()
     segs = segment(trace, gso_size=mss, nic=nic, tx_csum=tx_csum)
-    by_frame: dict[int, list[int]] = {}
-    for j, f in enumerate(segs.frame.tolist()):
-        by_frame.setdefault(f, []).append(j)
-    s = {k: segs.columns[k].tolist() for k in ("payload_len", "ip_len", "ip_id", "seq", "flags", "csum_state",
-                                               "drop", "ip_hlen")}
-    out = []
-    run = SegmentRun(out, len(idx), 0, 0, tunnelled)
-    for i, rec in enumerate(records):
-        rows = by_frame.get(i)
-        if rows is None:
-            out.append(rec)
+    sf = segs.frame
+    if len(sf) > 1 and (np.diff(sf) < 0).any():
+        segs = segs[np.argsort(sf, kind="stable")]
+        sf = segs.frame
+    count = np.bincount(sf, minlength=n).astype(np.int64) if len(sf) else np.zeros(n, np.int64)
+    first = np.concatenate(([0], np.cumsum(count)[:-1])).astype(np.int64) if n else np.zeros(0, np.int64)
+    dropped = np.zeros(n, np.bool_)
+    has = np.nonzero(count)[0]
+    dropped[has] = segs.drop[first[has]] != DROP_NONE          # the device drops the whole packet
+    sc = {k: segs.columns[k] for k in ("payload_len", "ip_len", "ip_id", "seq", "flags", "csum_state", "drop",
+                                       "ip_hlen")}
+    side = _side_segments(b, heads, dropped, first, count, sc)
+    args = (b.data, b.off, b.cap, b.orig, fast, first, count, dropped, c["ip_hlen"], c["tcp_hlen"], c["seq"],
+            sc["payload_len"], sc["ip_len"], sc["ip_id"], sc["seq"], sc["flags"], sc["csum_state"], *side)
+    none = np.empty(0, np.int64)
+    m, size = build_segments(*args, np.empty(0, np.uint8), none, none, none, none, False)
+    buf = np.empty(size, np.uint8)
+    o_off, o_cap, o_orig, o_src = (np.empty(m, np.int64) for _ in range(4))
+    build_segments(*args, buf, o_off, o_cap, o_orig, o_src, True)
+    out = Batch(buf, o_off, o_cap, o_orig, b.time_ns[o_src], b.linktype[o_src], b.fcs[o_src], b.frame[o_src])
+    done = ~dropped & (count > 0)
+    return SegmentRun(out, len(idx), int(count[done].sum()), int(dropped.sum()), tunnelled, n, len(out))
+
+
+def _side_segments(b: Batch, heads: dict, dropped, first, count, sc: dict):
+    """(bytes, offset, captured, original length) per segment row of the super-packets Python decoded."""
+    m = len(sc["seq"])
+    s_off, s_cap, s_orig = (np.zeros(m, np.int64) for _ in range(3))
+    parts = []
+    pos = 0
+    if heads:
+        sc = {k: v.tolist() for k, v in sc.items()}     # Python ints for the byte patching
+    for i, (row, lay) in heads.items():
+        if dropped[i]:
             continue
-        if s["drop"][rows[0]] != DROP_NONE:
-            run.dropped += 1
-            continue
-        row, lay = heads[i]
-        for k, j in enumerate(rows):
-            out.append(_segment_record(rec, row, lay, s, j, k))
-        run.segments += len(rows)
+        rec = b.record(i)
+        for k, j in enumerate(range(int(first[i]), int(first[i] + count[i]))):
+            r = _segment_record(rec, row, lay, sc, j, k)
+            parts.append(r.data)
+            s_off[j], s_cap[j], s_orig[j] = pos, len(r.data), int(r.orig_len)
+            pos += len(r.data)
+    side = np.frombuffer(b"".join(parts), np.uint8) if parts else np.zeros(0, np.uint8)
+    return side, s_off, s_cap, s_orig
+
+
+def segment_records(records: list[Record], mss: int, nic: str = "sw-gso", tx_csum: bool = True,
+                    fixed_id: bool = False) -> SegmentRun:
+    """:func:`segment_batch` of a list of records (``run.records`` is a list too)."""
+    run = segment_batch(Batch.of_records(records), mss, nic, tx_csum, fixed_id)
+    run.records = run.records.records()
     return run
 
 

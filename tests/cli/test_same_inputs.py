@@ -145,3 +145,12 @@ def test_a_file_damaged_before_its_first_packet_is_refused_by_every_verb(tmp_pat
         assert cli(*argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "bad.pcap" in err[0]
+
+
+def test_progress_on_doctor_and_export_leaves_stdout_alone(tmp_path, capfd):
+    src = DATA / "eth_us.pcap"
+    for args in (("doctor", src), ("export", "rtl8139", tmp_path / "x.pcap")):
+        code = cli(*args)
+        plain = capfd.readouterr()
+        assert cli(*args, "--progress") == code
+        assert capfd.readouterr().out == plain.out
