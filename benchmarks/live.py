@@ -14,6 +14,14 @@
    subprocess, for ``--reference-ids``: the ratio shows what numba buys.
 3. A fresh Jupyter kernel (warm numba cache, warm JupyterChart bundle cache):
    time from kernel start to the first dashboard's display output. Goal <= 2 s.
+4. ``--phases``: where the time of one control change goes, per dashboard (mean ms
+   over the same fresh changes): the engine (the TCP loop, ``one_packet``, the
+   host paths), trace building (turning the loop's rows into Traces, handshakes),
+   the dashboard's own compute (excerpts, readout rows), chart specs, text panels
+   and widget sync (``JupyterChart.chart`` assignment and the other widgets' state).
+5. ``--browser``: slider release -> every chart updated, in Chromium (Voila serving
+   the notebooks; ``tests/browser/latency.py``), median and p95 per notebook.
+   Goals (issue 18): median <= 50 ms, p95 <= 150 ms.
 """
 from __future__ import annotations
 
@@ -132,6 +140,10 @@ def main(argv=None) -> int:
     p.add_argument("--no-kernel", action="store_true", help="skip the fresh-kernel measurement")
     p.add_argument("--reference-ids", type=lambda s: [x for x in s.split(",") if x], default=["intro"],
                    help="dashboards also timed with NUMBA_DISABLE_JIT=1 (slow for the TCP-simulating ones)")
+    p.add_argument("--phases", action="store_true", help="also print where a control change spends its time")
+    p.add_argument("--phases-only", action="store_true", help="only the phase table")
+    p.add_argument("--browser", action="store_true",
+                   help="only the Chromium measurement (Voila, tests/browser/latency.py)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.ids = args.ids or ui.available()
@@ -140,6 +152,14 @@ def main(argv=None) -> int:
         return 0
     from offloadkit import warmup
     warmup.main()
+    if args.browser:
+        from .live_browser import print_browser
+        print_browser(args.ids, args.repeat, args.seed)
+        return 0
+    if args.phases_only:
+        from .live_phases import print_phases
+        print_phases(args.ids, args.repeat, args.seed)
+        return 0
     ref = {}
     ref_ids = [i for i in args.reference_ids if i in args.ids]
     if ref_ids:
@@ -170,6 +190,9 @@ def main(argv=None) -> int:
             rmed, _ = summarize(ref[rid])
             print(f"  {rid}: pure-Python engine (NUMBA_DISABLE_JIT=1) median {rmed:.1f} ms, "
                   f"{rmed / med:.1f}x slower")
+    if args.phases:
+        from .live_phases import print_phases
+        print_phases(args.ids, args.repeat, args.seed)
     if not args.no_kernel:
         first = first_dashboard_s(args.ids[0])
         verdict = "ok" if first["total_s"] <= 2 else "MISSED"

@@ -137,6 +137,15 @@ class Trace:
         """Rows by slice, boolean mask or integer indices; always returns a Trace."""
         if isinstance(index, (int, np.integer)):
             index = slice(index, index + 1 if index != -1 else None)
+        elif not isinstance(index, slice):
+            index = np.asarray(index)
+            if index.dtype == bool:    # one pass over the mask, then a gather per column
+                if len(index) != len(self):
+                    raise IndexError(f"boolean index of length {len(index)} for a trace of {len(self)} packets")
+                index = np.flatnonzero(index)
+            elif index.size == 0:
+                index = index.astype(np.intp)
+            return Trace({k: v.take(index, axis=0) for k, v in self.columns.items()}, self.points, dict(self.meta))
         return Trace({k: v[index] for k, v in self.columns.items()}, self.points, dict(self.meta))
 
     def replace(self, **columns) -> "Trace":
@@ -159,8 +168,12 @@ class Trace:
             raise ValueError(f"no capture point {name!r}; this trace has {list(self.points)}") from None
 
     def at(self, name: str) -> "Trace":
-        """The packets seen at one capture point."""
-        return self[self.columns["point"] == self.point_code(name)]
+        """The packets seen at one capture point (views of the columns when that point's rows are
+        contiguous, as in a trace ordered by point: treat the result as read-only)."""
+        idx = np.flatnonzero(self.columns["point"] == self.point_code(name))
+        if len(idx) and int(idx[-1]) - int(idx[0]) + 1 == len(idx):
+            return self[int(idx[0]):int(idx[-1]) + 1]
+        return self[idx]
 
     def with_point(self, name: str) -> "Trace":
         """The same packets, all labelled as captured at ``name``."""

@@ -22,6 +22,7 @@ MODULES = [
     "offloadkit.engine.cpu",
     "offloadkit.io.capture",
     "offloadkit.ui.offline",   # caches altair's offline JupyterChart bundle (not numba)
+    "offloadkit.ui.live_chart",   # and the dashboards' LiveChart bundle
 ]
 
 

@@ -313,6 +313,20 @@ class CpuResult:
             return max(total - sum(c for c, _, _ in cyc.values()), 0.0) / total
         return cyc[symbol][0] / total if symbol in cyc else 0.0
 
+    def compared_shares(self, measured: dict, rate_bps: float | None = None) -> dict[str, tuple[float, float]]:
+        """symbol -> (measured share, model share) over the measured symbols (``{symbol: samples or %}``),
+        both normalised over those symbols; a symbol the model lacks gets 0 (plain dicts: the live
+        dashboards' path; :meth:`compare_profile` is the same as a table)."""
+        if not measured:
+            raise ValueError("give the measured profile as {symbol: samples or percent}")
+        cyc = self.symbol_cycles(rate_bps)
+        model = {s: float(cyc[s][0]) if s in cyc else 0.0 for s in measured}
+        if "[idle/other]" in measured:
+            busy = sum(c for c, _, _ in cyc.values())
+            model["[idle/other]"] = max(self.host.clock_hz * self._cpus(None, None) - busy, 0.0)
+        mt, st_ = sum(measured.values()), sum(model.values())
+        return {s: (v / mt, model[s] / st_ if st_ else 0.0) for s, v in measured.items()}
+
     def compare_profile(self, measured: dict, rate_bps: float | None = None):
         """Set the model's profile beside a measured one (``{symbol: samples or %}``).
 
@@ -320,14 +334,9 @@ class CpuResult:
         and perf percentages compare alike; a symbol the model lacks gets 0.
         """
         import pandas as pd
-        if not measured:
-            raise ValueError("give the measured profile as {symbol: samples or percent}")
-        p = self.profile(rate_bps).set_index("symbol").cycles_per_s
-        model = {s: float(p.get(s, 0.0)) for s in measured}
-        mt, st_ = sum(measured.values()), sum(model.values())
-        df = pd.DataFrame(dict(symbol=list(measured),
-                               measured_share=[v / mt for v in measured.values()],
-                               model_share=[model[s] / st_ if st_ else 0.0 for s in measured]))
+        shares = self.compared_shares(measured, rate_bps)
+        df = pd.DataFrame(dict(symbol=list(shares), measured_share=[m for m, _ in shares.values()],
+                               model_share=[x for _, x in shares.values()]))
         df["measured_rank"] = df.measured_share.rank(ascending=False, method="min").astype(int)
         df["model_rank"] = df.model_share.rank(ascending=False, method="min").astype(int)
         return df

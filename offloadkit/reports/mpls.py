@@ -114,7 +114,7 @@ def scenario(s: dict) -> Scenario:
         sender_point="ns0", wire_point="ns0-out", receiver_point="netserver")
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)    # the variants; each Result holds its traces (MBs): keep few
 def _simulate(sc: Scenario):
     res = simulate(sc)
     return res

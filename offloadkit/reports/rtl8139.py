@@ -106,7 +106,7 @@ def scenario(s: dict) -> Scenario:
         sender_point="guest", wire_point="macvtap", receiver_point="laptop")
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)    # the variants; each Result holds its traces (MBs): keep few
 def _simulate(sc: Scenario):
     return simulate(sc)
 

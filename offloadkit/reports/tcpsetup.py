@@ -109,7 +109,7 @@ def with_setup(sim: Trace, points: tuple[str, ...], *, peer_mss_option: int, own
     for p in points:
         code = sim.point_code(p)
         parts.append(setup.replace(point=np.full(n, code)))
-        parts.append(body[body.point == code])
+        parts.append(body.at(p))
     out = Trace.concat(parts)
     return Trace(out.columns, out.points, dict(sim.meta))
 

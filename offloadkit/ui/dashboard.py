@@ -7,7 +7,8 @@ per view (``result -> altair chart``) and a one-line readout.
 Contract (exercised by ``tests/test_dashboard*.py``):
 
 - ``controls``: ipywidgets keyed by name; ``charts``: one persistent
-  ``altair.JupyterChart`` per view, whose ``.chart`` is reassigned on recompute.
+  ``altair.JupyterChart`` per view (a :class:`~offloadkit.ui.live_chart.LiveChart`: the browser
+  redraws a change of data only without re-embedding), whose ``.chart`` is reassigned on recompute.
 - Recomputation is synchronous, in the control's observer: once
   ``dash.controls[name].value = x`` returns, ``dash.result`` and every chart
   reflect ``x``.
@@ -27,6 +28,7 @@ Contract (exercised by ``tests/test_dashboard*.py``):
 from __future__ import annotations
 
 import html
+import os
 from contextlib import contextmanager
 from typing import Any, Callable, Mapping
 
@@ -34,6 +36,7 @@ import altair as alt
 import ipywidgets as W
 
 from .controls import apply_overrides, choice, control_values, int_slider, toggle
+from .live_chart import LiveChart
 from .offline import enable_offline
 from .views import VegaLite, message_chart
 
@@ -49,6 +52,15 @@ def live_chart(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
     """What to assign to ``JupyterChart.chart``: a builder's VegaLite as is; any other altair
     chart as a VegaLite of its unvalidated dict (validation belongs in the tests, not the live loop)."""
     return chart if isinstance(chart, VegaLite) else VegaLite(chart.to_dict(validate=False))
+
+
+STATIC_CHARTS_ENV = "OFFLOADKIT_STATIC_CHARTS"
+
+
+def static_charts() -> bool:
+    """Does a displayed dashboard carry its charts as SVG for stored notebooks? Yes, unless
+    ``$OFFLOADKIT_STATIC_CHARTS`` is 0 (Binder's ``start`` sets it: a live session needs no snapshot)."""
+    return os.environ.get(STATIC_CHARTS_ENV, "1").strip() != "0"
 
 
 class Dashboard:
@@ -87,7 +99,7 @@ class Dashboard:
         self.readout = W.HTML(value="", layout=W.Layout(max_width="100%"))
         self.readout.add_class("offloadkit-readout")
         self.charts: dict[str, alt.JupyterChart] = {
-            name: alt.JupyterChart(message_chart("no result yet"), embed_options=dict(EMBED_OPTIONS))
+            name: LiveChart(message_chart("no result yet"), embed_options=dict(EMBED_OPTIONS))
             for name in self.views}
         for name, chart in self.charts.items():
             chart.add_class(f"offloadkit-chart-{name}")
@@ -236,14 +248,15 @@ class Dashboard:
         return {name: vl_convert.vegalite_to_svg(chart.chart.to_dict(validate=False))
                 for name, chart in self.charts.items()}
 
-    def static_html(self) -> str:
+    def static_html(self, charts: bool = True) -> str:
         """A kernel-free snapshot (title, message, readout, extra such as the tcpdump excerpts,
         every chart as inline SVG): what a stored notebook shows where widgets cannot render
-        (the docs site, GitHub, nbviewer without widget state)."""
+        (the docs site, GitHub, nbviewer without widget state). ``charts=False``: no SVGs (rendering
+        them loads vl-convert's JavaScript engine, about 60 MB in the kernel)."""
         extra = self._static_fn(self.result) if self._static_fn and self.result is not None else ""
+        svgs = self.chart_svgs().items() if charts else ()
         charts = "".join(f"<div class='offloadkit-static-chart offloadkit-static-{html.escape(name)}' "
-                         f"style='overflow-x:auto;max-width:100%'>{svg}</div>"
-                         for name, svg in self.chart_svgs().items())
+                         f"style='overflow-x:auto;max-width:100%'>{svg}</div>" for name, svg in svgs)
         return (f"<div class='offloadkit-static'><b>{html.escape(self.title)}</b> "
                 f"<i>(live dashboard: run the notebook to use it)</i>{self.message.value}"
                 f"{self.readout.value}{extra}{charts}</div>")
@@ -251,7 +264,7 @@ class Dashboard:
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.widget._repr_mimebundle_(**kwargs)
         bundle["text/plain"] = repr(self)
-        bundle["text/html"] = self.static_html()
+        bundle["text/html"] = self.static_html(charts=static_charts())
         return bundle
 
     def __repr__(self) -> str:

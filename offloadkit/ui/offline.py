@@ -1,13 +1,14 @@
 """Offline JavaScript for altair's JupyterChart: no CDN, ever.
 
 ``alt.JupyterChart.enable_offline()`` bundles vega-embed through vl-convert,
-which takes 1-2 s. The bundle depends only on the altair and vl-convert
-versions, so it is cached on disk (in ``__pycache__`` next to this file, or
+which takes 1-2 s. A bundle depends only on its source and the altair and
+vl-convert versions, so it is cached on disk (in ``__pycache__`` next to this file, or
 ``$OFFLOADKIT_CACHE_DIR``, or ``~/.cache/offloadkit``) and later kernels load it
 in milliseconds. ``python -m offloadkit.warmup`` fills the cache.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -17,9 +18,10 @@ import altair as alt
 _CDN_IMPORT = re.compile(r"""(?:from|import)\s*\(?\s*["']https?://""")
 
 
-def _cache_file() -> Path:
+def _cache_file(name: str, src: str) -> Path:
     import vl_convert
-    name = f"jupyterchart-altair{alt.__version__}-vlc{vl_convert.__version__}.js"
+    digest = hashlib.sha256(src.encode()).hexdigest()[:12]
+    name = f"{name}-altair{alt.__version__}-vlc{vl_convert.__version__}-{digest}.js"
     candidates = []
     if os.environ.get("OFFLOADKIT_CACHE_DIR"):
         candidates.append(Path(os.environ["OFFLOADKIT_CACHE_DIR"]))
@@ -39,26 +41,39 @@ def is_offline_bundle(src: str) -> bool:
     return bool(src) and not _CDN_IMPORT.search(src)
 
 
+def bundle(src: str, name: str) -> str:
+    """``src`` (a JupyterChart ES module that imports vega-embed from a CDN) as a self-contained
+    bundle, as ``JupyterChart.enable_offline`` builds it: the leading import lines dropped, the
+    rest bundled by ``vl_convert.javascript_bundle``. Cached on disk by name, versions and source."""
+    path = _cache_file(name, src)
+    try:
+        cached = path.read_text(encoding="utf-8")
+    except OSError:
+        cached = ""
+    if is_offline_bundle(cached):
+        return cached
+    import vl_convert
+    from altair.utils._importers import vl_version_for_vl_convert
+    lines = src.split("\n")
+    while lines and (not lines[0].strip() or lines[0].startswith(("import", "//"))):
+        lines.pop(0)
+    out = vl_convert.javascript_bundle("\n".join(lines), vl_version=vl_version_for_vl_convert())
+    try:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(out, encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass
+    return out
+
+
 def enable_offline() -> None:
     """Make every JupyterChart load its JavaScript from the kernel, not a CDN."""
     if alt.JupyterChart._is_offline:
         return
-    path = _cache_file()
-    try:
-        src = path.read_text(encoding="utf-8")
-    except OSError:
-        src = ""
-    if is_offline_bundle(src):
-        alt.JupyterChart._esm = src
-        alt.JupyterChart._is_offline = True
-        return
-    alt.JupyterChart.enable_offline()
-    try:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(str(alt.JupyterChart._esm), encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        pass
+    from altair.jupyter.jupyter_chart import load_js_src
+    alt.JupyterChart._esm = bundle(load_js_src(), "jupyterchart")
+    alt.JupyterChart._is_offline = True
 
 
 def warmup() -> None:

@@ -52,11 +52,11 @@ def compute(v: dict, refs: list[dict]) -> ReportView:
     notes = [room] if room else []
     rates = [model_rate("your settings", run.info["wire_rate_bps"] / 1e9, "Gb/s")] + refs
     which, measured = measured_profile(int(v["sessions"]))
-    cmp = run.result.compare_profile(measured).sort_values("measured_share", ascending=False).head(12)
-    profile = ([{"symbol": s, "share": float(x), "case": "model (your settings)"}
-                for s, x in zip(cmp.symbol, cmp.model_share)]
-               + [{"symbol": s, "share": float(x), "case": f"report: kerneltop {which} the limit"}
-                  for s, x in zip(cmp.symbol, cmp.measured_share)])
+    shares = run.result.compared_shares(measured)
+    top = sorted(shares.items(), key=lambda kv: -kv[1][0])[:12]
+    profile = ([{"symbol": s, "share": model, "case": "model (your settings)"} for s, (_, model) in top]
+               + [{"symbol": s, "share": meas, "case": f"report: kerneltop {which} the limit"}
+                  for s, (meas, _) in top])
     return ReportView(REPORT, dict(v), run, lines, window, rates, notes, extra={"ats": ats, "profile": profile})
 
 

@@ -148,12 +148,14 @@ class SweepPanel:
     chart_svgs = Dashboard.chart_svgs                 # the dashboards' SVG rendering and mime bundle, as they are
     _repr_mimebundle_ = Dashboard._repr_mimebundle_
 
-    def static_html(self) -> str:
-        """A kernel-free snapshot: title, status and the heatmap as drawn now, as inline SVG."""
-        svg = self.chart_svgs()["heatmap"]
+    def static_html(self, charts: bool = True) -> str:
+        """A kernel-free snapshot: title, status and the heatmap as drawn now, as inline SVG
+        (``charts=False``: without it, as ``Dashboard.static_html``)."""
+        svg = (f"<div class='offloadkit-static-chart' style='overflow-x:auto;max-width:100%'>"
+               f"{self.chart_svgs()['heatmap']}</div>") if charts else ""
         return (f"<div class='offloadkit-static'><b>{html.escape(self.title)}</b> "
                 f"<i>(live sweep: run the notebook and press Run sweep)</i><div>{self.status.value}</div>"
-                f"<div class='offloadkit-static-chart' style='overflow-x:auto;max-width:100%'>{svg}</div></div>")
+                f"{svg}</div>")
 
     def __repr__(self) -> str:
         return f"<SweepPanel {self.title!r}: {self.n_points} points>"

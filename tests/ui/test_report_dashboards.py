@@ -181,6 +181,18 @@ def test_mpls_gro_off_jump_is_explained():
     assert d.result.goodput_bps > 1e8 and "GRO off at the receiver" in d.message.value
 
 
+def test_mpls_gro_off_live_run_is_the_presets_shorter_netperf_and_says_so():
+    from offloadkit.ui.report_mpls import LIVE_GRO_OFF_DURATION_S, LIVE_HEALTHY_DURATION_S
+    d = ui.dashboard("mpls", mss=1300, gro=False)
+    want = reports.get("mpls").run("broken", mss=1300, gro=False, duration_s=LIVE_GRO_OFF_DURATION_S,
+                                   healthy_duration_s=LIVE_HEALTHY_DURATION_S)
+    assert d.result.run.duration_s == LIVE_GRO_OFF_DURATION_S
+    assert d.result.goodput_bps == want.goodput_bps
+    assert f"over {LIVE_GRO_OFF_DURATION_S:g} s" in d.readout_text and "runs netperf&#x27;s 10 s" in d.message.value
+    d.controls["gro"].value = True                      # GSO skbs dropped again: netperf's full 10 s
+    assert d.result.run.duration_s == 10 and "live view simulates" not in d.message.value
+
+
 def test_vxlan_matches_the_preset():
     m = reports.get("vxlan")
     d = ui.dashboard("vxlan")

@@ -24,3 +24,13 @@ def test_svg_follows_the_controls():
     after = dash.chart_svgs()
     assert set(before) == set(after) == set(dash.charts)
     assert before != after
+
+
+def test_live_sessions_can_leave_the_svgs_out(monkeypatch):
+    """Binder's start sets OFFLOADKIT_STATIC_CHARTS=0: the snapshot keeps its text, not the charts."""
+    dash = ui.dashboard("intro", payload=4000)
+    monkeypatch.setenv("OFFLOADKIT_STATIC_CHARTS", "0")
+    page = dash._repr_mimebundle_()["text/html"]
+    assert "<svg" not in page and html.escape(dash.readout_text) in page
+    monkeypatch.setenv("OFFLOADKIT_STATIC_CHARTS", "1")
+    assert dash._repr_mimebundle_()["text/html"].count("<svg") == len(dash.charts)
