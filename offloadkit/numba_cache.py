@@ -13,7 +13,7 @@ numba writes ``cache=True`` kernels beside the package (``__pycache__``), else i
 numba checks a cached kernel against its own source file only, so a cached caller
 outlives a changed callee in another file (``loop.run_kernel`` kept the old
 ``sender.py``). In a checkout (the cache beside the package) every cached kernel is
-dropped when any source file of the package changed since the last import.
+dropped when a source file of the package that uses numba changed since the last import.
 
 ``NUMBA_CACHE_DIR``, when set, always wins.
 """
@@ -85,12 +85,16 @@ def choose() -> str | None:
 
 def sources_fingerprint(package: Path = PACKAGE) -> str:
     """A digest of the relative path, size and modification time of every ``.py`` file of
-    ``package`` (the same whichever way the package was found on ``sys.path``)."""
+    ``package`` that mentions numba (the same whichever way the package was found on ``sys.path``)."""
     digest = hashlib.sha1()
     for folder, subfolders, files in os.walk(package):
         subfolders[:] = sorted(d for d in subfolders if d not in ("data", "__pycache__"))
         for name in sorted(f for f in files if f.endswith(".py")):
-            st = os.stat(os.path.join(folder, name))
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                if b"numba" not in f.read():
+                    continue
+            st = os.stat(path)
             where = os.path.relpath(folder, package)
             digest.update(f"{where} {name} {st.st_size} {st.st_mtime_ns}\n".encode())
     return digest.hexdigest()

@@ -7,8 +7,9 @@ from offloadkit import numba_cache
 def make_package(root):
     (root / "engine" / "__pycache__").mkdir(parents=True)
     (root / "data").mkdir()
-    (root / "engine" / "loop.py").write_text("def run(): pass\n")
-    (root / "engine" / "sender.py").write_text("def send(): pass\n")
+    (root / "engine" / "loop.py").write_text("from numba import njit\n")
+    (root / "engine" / "sender.py").write_text("from numba import njit\n")
+    (root / "engine" / "notes.py").write_text("TEXT = 'no kernels here'\n")
     return root
 
 
@@ -24,16 +25,17 @@ def test_a_changed_callee_drops_the_cached_caller(tmp_path):
     kernel = cached(pkg)
     assert not numba_cache.drop_stale_kernels(pkg) and kernel.exists()
     sender = pkg / "engine" / "sender.py"
-    sender.write_text("def send(): return 1\n")            # the callee, another file
+    sender.write_text("from numba import njit  # changed\n")   # the callee, another file
     st = sender.stat()
     os.utime(sender, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     assert numba_cache.drop_stale_kernels(pkg) and not kernel.exists()
 
 
-def test_data_files_do_not_count(tmp_path):
+def test_only_numba_sources_count(tmp_path):
     pkg = make_package(tmp_path / "pkg")
     before = numba_cache.sources_fingerprint(pkg)
-    (pkg / "data" / "extra.py").write_text("x = 1\n")
+    (pkg / "data" / "extra.py").write_text("import numba\n")
+    (pkg / "engine" / "notes.py").write_text("TEXT = 'still no kernels'\n")
     assert numba_cache.sources_fingerprint(pkg) == before
-    (pkg / "engine" / "new.py").write_text("x = 1\n")
+    (pkg / "engine" / "new.py").write_text("import numba\n")
     assert numba_cache.sources_fingerprint(pkg) != before

@@ -215,9 +215,11 @@ def _infer_mtu(ctx: Context) -> tuple[int, str]:
     has = syn & (c["opt_mss"] > 0)
     if has.any():
         hdr = np.where(c["ip_version"][has] == 6, 60, 40)
-        m = int((c["opt_mss"][has].astype(np.int64) + hdr).max())
+        sums = c["opt_mss"][has].astype(np.int64) + hdr
+        m = int(sums.max())
         if m >= ETHERNET_MTU:
-            return m, "the largest MSS option in the SYNs + 40 bytes of IP/TCP headers"
+            ip = "IPv6" if hdr[sums.argmax()] == 60 else "IP"
+            return m, f"the largest MSS option in the SYNs + {hdr[sums.argmax()]} bytes of {ip}/TCP headers"
         return ETHERNET_MTU, "Ethernet default (the SYNs' MSS options fit in it)"
     d = ctx.data
     if d.any():

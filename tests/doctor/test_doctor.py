@@ -9,6 +9,7 @@ from offloadkit import codes as C
 from offloadkit.doctor import Finding, diagnose, diagnose_file
 from offloadkit.engine.gro import GroParams, gro
 from offloadkit.io.pcap import write_pcap
+from offloadkit.resources import data_dir
 from offloadkit.sim.scenario import Hop
 from offloadkit.trace import Trace
 
@@ -374,3 +375,9 @@ def test_a_lone_tso_packet_with_a_pseudo_header_checksum_is_a_super_packet_not_a
 def test_the_same_packet_with_a_full_checksum_may_still_be_a_jumbo_frame(tmp_path):
     d = doc(tmp_path, _lone_tso_packet(partial=False))
     assert "jumbo" in d.mtu_from and d.mtu == 7240 + 52
+
+
+def test_ipv6_link_mtu_counts_the_ipv6_header():
+    """A 6.18 IPv6 transfer at MTU 1500 (MSS option 1440): 1440 + 60 bytes of IPv6/TCP headers."""
+    d = diagnose_file(data_dir() / "captures" / "ipv6" / "v6-ts-mtu1500" / "rcv.pcap")
+    assert d.mtu == 1500 and "60 bytes of IPv6/TCP" in d.mtu_from, d.mtu_from
