@@ -8,8 +8,6 @@ p95 <= 150 ms per notebook.
 """
 from __future__ import annotations
 
-import secrets
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -23,24 +21,14 @@ GOAL_MEDIAN_MS, GOAL_P95_MS = 50.0, 150.0
 
 def browser_table(ids, repeat: int, seed: int) -> dict[str, dict]:
     sys.path.insert(0, str(ROOT / "tests" / "browser"))
-    from conftest import BIN, CHROMIUM, CHROMIUM_ARGS, Server, free_port
+    from conftest import CHROMIUM, CHROMIUM_ARGS, voila_folder_server
     from latency import notebook_latencies, summary
     from playwright.sync_api import sync_playwright
 
     from offloadkit import ui
     out = {}
     with tempfile.TemporaryDirectory(prefix="offloadkit-live-") as tmp:
-        d = Path(tmp)
-        (d / "notebooks").mkdir()
-        for rid in ids:
-            shutil.copy(ROOT / "notebooks" / NOTEBOOKS[rid], d / "notebooks" / NOTEBOOKS[rid])
-        (d / "lab-settings").mkdir()
-        (d / "workspaces").mkdir()
-        port, token = free_port(), secrets.token_hex(16)
-        server = Server([str(BIN / "voila"), "--no-browser", "--Voila.ip=127.0.0.1", f"--port={port}",
-                         f"--token={token}", str(d / "notebooks")],
-                        f"http://127.0.0.1:{port}/voila/render/{{nb}}?token={token}",
-                        f"http://127.0.0.1:{port}/voila/static/voila.js", d, d / "voila.log")
+        server = voila_folder_server(Path(tmp), [NOTEBOOKS[rid] for rid in ids])
         try:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

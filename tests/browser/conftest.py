@@ -106,6 +106,21 @@ class Server:
                 self.proc.wait(5)
 
 
+def voila_folder_server(folder: Path, notebooks) -> Server:
+    """Voila serving copies of ``notebooks`` (names under notebooks/) from ``folder``; its
+    ``url`` takes the notebook as ``{nb}``."""
+    (folder / "notebooks").mkdir()
+    for nb in notebooks:
+        shutil.copy(ROOT / "notebooks" / nb, folder / "notebooks" / nb)
+    (folder / "lab-settings").mkdir()
+    (folder / "workspaces").mkdir()
+    port, token = free_port(), secrets.token_hex(16)
+    return Server([str(BIN / "voila"), "--no-browser", "--Voila.ip=127.0.0.1", f"--port={port}",
+                   f"--token={token}", str(folder / "notebooks")],
+                  f"http://127.0.0.1:{port}/voila/render/{{nb}}?token={token}",
+                  f"http://127.0.0.1:{port}/voila/static/voila.js", folder, folder / "voila.log")
+
+
 @pytest.fixture(scope="session")
 def lab(workdir, playwright_browser):
     port, token = free_port(), secrets.token_hex(16)

@@ -8,12 +8,9 @@ Also exercised: tests/browser/latency.py, the benchmark's browser half (no timin
 """
 from __future__ import annotations
 
-import secrets
-import shutil
-
 import pytest
 
-from conftest import BIN, ROOT, Server, free_port   # the browser fixtures of this folder
+from conftest import voila_folder_server   # the browser fixtures of this folder
 from latency import timed_change
 from offloadkit import ui
 
@@ -27,16 +24,7 @@ KEPT = """() => Object.fromEntries(Array.from(document.querySelectorAll('[class*
 
 @pytest.fixture(scope="module")
 def rtl_voila(tmp_path_factory, playwright_browser):
-    d = tmp_path_factory.mktemp("live-chart")
-    (d / "notebooks").mkdir()
-    shutil.copy(ROOT / "notebooks" / NOTEBOOK, d / "notebooks" / NOTEBOOK)
-    (d / "lab-settings").mkdir()
-    (d / "workspaces").mkdir()
-    port, token = free_port(), secrets.token_hex(16)
-    server = Server([str(BIN / "voila"), "--no-browser", "--Voila.ip=127.0.0.1", f"--port={port}",
-                     f"--token={token}", str(d / "notebooks")],
-                    f"http://127.0.0.1:{port}/voila/render/{NOTEBOOK}?token={token}",
-                    f"http://127.0.0.1:{port}/voila/static/voila.js", d, d / "voila.log")
+    server = voila_folder_server(tmp_path_factory.mktemp("live-chart"), [NOTEBOOK])
     yield server
     server.stop()
 
@@ -47,7 +35,7 @@ def chart_text(page, name: str) -> str:
 
 def test_data_only_changes_are_drawn_in_place(rtl_voila, watched):
     page = watched.page
-    page.goto(rtl_voila.url, timeout=180_000)
+    page.goto(rtl_voila.url.format(nb=NOTEBOOK), timeout=180_000)
     page.wait_for_selector(".offloadkit-dashboard .offloadkit-text-trace pre", timeout=180_000)
     for name in ("sizes", "throughput", "stevens"):
         page.wait_for_selector(f".offloadkit-chart-{name} svg", timeout=30_000)

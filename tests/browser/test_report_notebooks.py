@@ -9,13 +9,10 @@ no request outside localhost.
 """
 from __future__ import annotations
 
-import secrets
-import shutil
-
 import pytest
 
-from conftest import (BIN, ROOT, SCREENSHOTS, Server, assert_nothing_overflows,  # the browser fixtures of this folder
-                      drag_mss_across_the_track, free_port)
+from conftest import (SCREENSHOTS, assert_nothing_overflows, voila_folder_server,  # the browser fixtures of this folder
+                      drag_mss_across_the_track)
 from offloadkit import ui
 
 pytestmark = pytest.mark.browser
@@ -30,17 +27,7 @@ CHARTS = {"rtl8139": ("sizes", "throughput", "stevens"), "mpls": ("sizes", "thro
 
 @pytest.fixture(scope="module")
 def report_voila(tmp_path_factory, playwright_browser):
-    d = tmp_path_factory.mktemp("report-notebooks")
-    (d / "notebooks").mkdir()
-    for nb in NOTEBOOKS.values():
-        shutil.copy(ROOT / "notebooks" / nb, d / "notebooks" / nb)
-    (d / "lab-settings").mkdir()
-    (d / "workspaces").mkdir()
-    port, token = free_port(), secrets.token_hex(16)
-    server = Server([str(BIN / "voila"), "--no-browser", "--Voila.ip=127.0.0.1", f"--port={port}",
-                     f"--token={token}", str(d / "notebooks")],
-                    f"http://127.0.0.1:{port}/voila/render/{{nb}}?token={token}",
-                    f"http://127.0.0.1:{port}/voila/static/voila.js", d, d / "voila.log")
+    server = voila_folder_server(tmp_path_factory.mktemp("report-notebooks"), NOTEBOOKS.values())
     yield server
     server.stop()
 
