@@ -38,19 +38,19 @@ def test_data_only_changes_are_drawn_in_place(rtl_voila, watched):
     page.goto(rtl_voila.url.format(nb=NOTEBOOK), timeout=180_000)
     page.wait_for_selector(".offloadkit-dashboard .offloadkit-text-trace pre", timeout=180_000)
     for name in ("sizes", "throughput", "stevens"):
-        page.wait_for_selector(f".offloadkit-chart-{name} svg", timeout=30_000)
+        page.wait_for_selector(f".offloadkit-chart-{name} svg", timeout=120_000)
     d = ui.dashboard("rtl8139")
     assert d.values["mss"] == d.result.extra["hop_payload"]     # one reference line: "MSS = PPPoE limit"
 
     page.evaluate(TAG)
     d.controls["mss"].value = 1300
-    assert timed_change(page, "mss", 1300) > 0
+    assert timed_change(page, "mss", 1300, timeout_ms=180_000) > 0
     assert page.evaluate(KEPT)["sizes"] is False                # two reference lines now: a new layer, re-embedded
     assert "MSS 1300" in chart_text(page, "sizes")
 
     page.evaluate(TAG)
     d.controls["mss"].value = 1200
-    timed_change(page, "mss", 1200)
+    timed_change(page, "mss", 1200, timeout_ms=180_000)
     assert page.evaluate(KEPT) == {"sizes": True, "throughput": True, "stevens": True}   # changesets, no re-embed
     assert "MSS 1200" in chart_text(page, "sizes") and "MSS 1300" not in chart_text(page, "sizes")
     assert d.result.rates[0]["label"] in chart_text(page, "throughput")
