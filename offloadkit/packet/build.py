@@ -102,11 +102,13 @@ def build_packet(r: Rows, i: int, data: bytes | None, zeros: bool = True) -> tup
 def ipv6_header(tclass: int, flow_label: int, hop_limit: int, src: bytes, dst: bytes, tcp_len: int,
                 jumbo: bool) -> tuple[bytes, int]:
     """(IPv6 header bytes, full datagram length) of a TCP packet: traffic class, flow label, hop limit;
-    a BIG TCP packet (``jumbo``, or TCP bytes over 65535) gets payload length 0 and the 8-byte
-    hop-by-hop jumbo header ``ip6_xmit`` inserts (jumbo length = HBH + TCP bytes)."""
+    a BIG TCP packet (``jumbo``: the row's ``hbh_jumbo``) gets payload length 0 and the 8-byte
+    hop-by-hop jumbo header ``ip6_xmit`` inserts (jumbo length = HBH + TCP bytes); other rows over
+    65535 TCP bytes payload length 0 alone, as a TSO packet captured before the device."""
     word0 = 6 << 28 | (tclass & 0xFF) << 20 | (flow_label & 0xFFFFF)
-    if not (jumbo or tcp_len > 0xFFFF):
-        return struct.pack("!IHBB", word0, tcp_len, IPPROTO_TCP, hop_limit) + src + dst, 40 + tcp_len
+    if not jumbo:
+        return (struct.pack("!IHBB", word0, tcp_len if tcp_len <= 0xFFFF else 0, IPPROTO_TCP, hop_limit)
+                + src + dst, 40 + tcp_len)
     hbh = struct.pack("!BBBBI", IPPROTO_TCP, 0, IPV6_TLV_JUMBO, 4, HOP_JUMBO_HLEN + tcp_len)
     return struct.pack("!IHBB", word0, 0, 0, hop_limit) + src + dst + hbh, 40 + HOP_JUMBO_HLEN + tcp_len
 
