@@ -132,8 +132,12 @@ def build(trace: Trace, hints: Hints) -> Context:
     n = len(trace)
     flow0 = trace.flow.astype(np.int64)
     dir0 = trace.direction.astype(np.int64) & 1
-    order = np.lexsort((np.arange(n), dir0, flow0))
-    c = {k: trace.columns[k][order] for k in COLUMNS}
+    g0 = flow0 * 2 + dir0
+    if n and (g0[1:] < g0[:-1]).any():
+        order = np.lexsort((np.arange(n), dir0, flow0))
+        c = {k: trace.columns[k][order] for k in COLUMNS}
+    else:                                  # already in that order (doctor.reader sorts): no copy
+        c = {k: trace.columns[k] for k in COLUMNS}
     flow = c["flow"].astype(np.int64)
     c["flow"] = flow
     c["direction"] = c["direction"].astype(np.int64) & 1
