@@ -31,7 +31,7 @@ from .. import codes
 from ..packet import build, csum
 from ..packet.tcp_options import options_bytes
 from ..trace import FIELDS, MAX_SACK_BLOCKS, Trace
-from .flows import assign_flows
+from .capture import assign_flows
 
 # tcpdump 4.99 print-tcp.c tcp_flag_values, in table order (ACK after PSH).
 TCPDUMP_FLAG_ORDER = ((codes.FIN, "F"), (codes.SYN, "S"), (codes.RST, "R"), (codes.PSH, "P"),
