@@ -90,6 +90,8 @@ def _run(args) -> int:
     quiet = getattr(args, "quiet", False)
     if args.verb == "warmup":
         return int(args._run(args) or 0)
+    from . import numba_cache
+    numba_cache.lean_import()
     from .jit_notes import watch_compiles
     with watch_compiles(quiet=quiet) as watch:
         status = int(args._run(args) or 0)

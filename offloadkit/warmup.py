@@ -21,6 +21,7 @@ MODULES = [
     "offloadkit.sim.simulate",  # the TCP loop (engine.tcp) on a tiny scenario
     "offloadkit.engine.cpu",
     "offloadkit.io.capture",
+    "offloadkit.doctor.context",
     "offloadkit.ui.offline",   # caches altair's offline JupyterChart bundle (not numba)
     "offloadkit.ui.live_chart",   # and the dashboards' LiveChart bundle
 ]

@@ -44,7 +44,7 @@ def run(args) -> int:
     from ..doctor.render import render_text
     gro = None if args.gro is None else ("on" if args.gro else "off")
     with counter(args, None, "doctor") as progress:
-        d = diagnose_file(args.capture, side=args.side, mtu=args.mtu, gro=gro, progress=progress)
+        d = diagnose_file(args.capture, side=args.side, mtu=args.mtu, gro=gro, progress=progress, keep_trace=False)
     if args.json:
         print(json.dumps(d.to_dict(), indent=1))
     else:

@@ -1,9 +1,10 @@
 """``offloadkit doctor``: diagnose offload pathologies in a capture, in plain words with evidence.
 
-:func:`diagnose_file` reads a pcap/pcapng with :func:`offloadkit.io.capture.read_capture`
-(a damaged file is diagnosed on the packets read, its reader message becoming a
-finding); :func:`diagnose` works on a Trace. Every check is numpy over the trace's
-columns, grouped by (flow, direction) - see :mod:`.context`. The checks:
+:func:`diagnose_file` reads a pcap/pcapng chunk by chunk with :mod:`.reader` (the packets
+and messages :func:`offloadkit.io.capture.read_capture` gives; a damaged file is diagnosed
+on the packets read, its reader message becoming a finding); :func:`diagnose` works on a
+Trace. Every check is numpy over the trace's columns, grouped by (flow, direction) - see
+:mod:`.context`. The checks:
 
 - ``super-packets`` / ``aggregates`` (info): packets over the link MTU, i.e. the
   capture was taken above TSO/GSO or after GRO/LRO (:mod:`.sizes`);
@@ -27,11 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..io.capture import read_capture
 from ..trace import Trace
 from . import checksums, loss, sizes, stats
-from .context import Hints, build
+from .context import COLUMNS, Hints, build
 from .findings import SEVERITIES, Finding, plain
+from .reader import read_columns
 
 __all__ = ["Diagnosis", "Finding", "Hints", "diagnose", "diagnose_file"]
 
@@ -100,21 +101,24 @@ def diagnose(trace: Trace, side: str | None = None, mtu: int | None = None, gro:
 
 
 def diagnose_file(path, side: str | None = None, mtu: int | None = None, gro: str | None = None,
-                  progress=None) -> Diagnosis:
+                  progress=None, keep_trace: bool = True) -> Diagnosis:
     """Read a pcap/pcapng and diagnose it. Raises ValueError only if the file cannot be opened,
     is not a capture, or is damaged before its first packet record (nothing could be read:
-    ``segment`` and ``gro`` refuse the same files). progress: as :func:`diagnose`; its
-    ``total`` is set to twice the packets read (reading them is the first half)."""
-    res = read_capture(path)
+    ``segment`` and ``gro`` refuse the same files). progress: as :func:`diagnose`; told the
+    packets as they are read, then its ``total`` is set to twice that (reading is the first half).
+    keep_trace: keep every column of the packets in ``Diagnosis.trace``; False keeps only the
+    columns the checks read, while reading, and none afterwards (``trace`` is None): memory
+    then grows by about 60 bytes per packet instead of the capture's size plus every column."""
+    trace, res = read_columns(path, None if keep_trace else COLUMNS, progress)
     name = str(path) if not isinstance(path, (bytes, bytearray, memoryview)) else "<bytes>"
-    trace = res.trace if res.trace is not None else Trace.empty()
     if res.error and res.records == 0 and len(trace) == 0:
         raise ValueError(f"{Path(name).name}: {res.error}")
     if progress is not None:
         progress.total = 2 * len(trace)
-        progress.update(len(trace))
     d = diagnose(trace, side=side, mtu=mtu, gro=gro, notes=res.messages, error=res.error, capture=name,
                  progress=progress)
+    if not keep_trace:
+        d.trace = None
     if progress is not None:
         progress.update(progress.total - progress.n)
     return d

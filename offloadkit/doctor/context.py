@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from .. import codes
 from ..trace import Trace
@@ -67,16 +68,29 @@ def group_mode(g: np.ndarray, values: np.ndarray, ngroups: int) -> tuple[np.ndar
     return mode, count
 
 
-def _segment_cummax(values: np.ndarray, gid: np.ndarray) -> np.ndarray:
-    """Running maximum of ``values`` restarting at each group (rows sorted by group).
-
-    Values are replaced by their rank first, so ``rank + group * (n + 1)`` never overflows."""
-    n = len(values)
-    if n == 0:
-        return values.copy()
-    uniq, rank = np.unique(values, return_inverse=True)
-    off = gid.astype(np.int64) * (n + 1)
-    return uniq[np.maximum.accumulate(rank.ravel() + off) - off]
+@njit(cache=True)
+def unwrap_groups(gid, seq, ack, plen, syn, fin, base, rel, end, prev_max, ack_rel):
+    """One pass over rows sorted by group (``gid``), capture order inside: ``rel`` the unwrapped
+    sequence offset from the group's first packet, ``end`` = rel + payload (+ SYN/FIN),
+    ``prev_max`` the highest ``end`` sent earlier in the group (``rel`` at its first packet),
+    ``ack_rel`` the unwrapped acknowledgement number from ``base[group]`` (the other direction's
+    first sequence number, 0 when it sent nothing)."""
+    top = np.int64(0)
+    for i in range(gid.size):
+        s, a = np.int64(seq[i]), np.int64(ack[i])
+        if i == 0 or gid[i] != gid[i - 1]:
+            rel[i] = 0
+            ack_rel[i] = ((a - base[gid[i]] + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+            prev_max[i] = 0
+            end[i] = plen[i] + syn[i] + fin[i]
+            top = end[i]
+            continue
+        rel[i] = rel[i - 1] + ((s - np.int64(seq[i - 1]) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+        ack_rel[i] = ack_rel[i - 1] + ((a - np.int64(ack[i - 1]) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+        end[i] = rel[i] + plen[i] + syn[i] + fin[i]
+        prev_max[i] = top
+        if end[i] > top:
+            top = end[i]
 
 
 @dataclass
@@ -127,13 +141,22 @@ class Context:
         return self.cache["over"]
 
 
+def warmup() -> None:
+    """Compile :func:`unwrap_groups` on a two-packet trace."""
+    build(Trace.from_columns(seq=[1, 2], ack=[5, 1], flow=0, direction=[0, 1], payload_len=[10, 0]), Hints())
+
+
 def build(trace: Trace, hints: Hints) -> Context:
     """Sort the trace by (flow, direction, capture order) and derive the shared columns."""
     n = len(trace)
     flow0 = trace.flow.astype(np.int64)
     dir0 = trace.direction.astype(np.int64) & 1
-    order = np.lexsort((np.arange(n), dir0, flow0))
-    c = {k: trace.columns[k][order] for k in COLUMNS}
+    g0 = flow0 * 2 + dir0
+    if n and (g0[1:] < g0[:-1]).any():
+        order = np.lexsort((np.arange(n), dir0, flow0))
+        c = {k: trace.columns[k][order] for k in COLUMNS}
+    else:                                  # already in that order (doctor.reader sorts): no copy
+        c = {k: trace.columns[k] for k in COLUMNS}
     flow = c["flow"].astype(np.int64)
     c["flow"] = flow
     c["direction"] = c["direction"].astype(np.int64) & 1
@@ -142,40 +165,17 @@ def build(trace: Trace, hints: Hints) -> Context:
     gid = flow * 2 + c["direction"]
     gcount = np.bincount(gid, minlength=G).astype(np.int64)
     gstart = np.concatenate([[0], np.cumsum(gcount)[:-1]]).astype(np.int64) if G else np.zeros(0, np.int64)
-    is_start = np.zeros(n, bool)
-    if n:
-        is_start[gstart[gcount > 0]] = True
-
     flags = c["flags"].astype(np.int64)
     syn, fin = (flags & codes.SYN) != 0, (flags & codes.FIN) != 0
-    seq = c["seq"].astype(np.int64)
-    d = wrap32(np.diff(seq, prepend=seq[:1]))
-    d[is_start] = 0
-    cs = np.cumsum(d)
-    rel = cs - cs[gstart[gid]] if n else cs
     plen = c["payload_len"].astype(np.int64)
-    end = rel + plen + syn + fin
-    cm = _segment_cummax(end, gid)
-    prev_max = np.empty(n, np.int64)
+    rel, end, prev_max, ack_rel = (np.empty(n, np.int64) for _ in range(4))
     if n:
-        prev_max[1:] = cm[:-1]
-        prev_max[is_start] = rel[is_start]
+        other = np.arange(G) ^ 1
+        base = np.where(gcount[other] > 0, c["seq"][np.minimum(gstart[other], n - 1)].astype(np.int64), 0)
+        unwrap_groups(gid, c["seq"], c["ack"], plen, syn, fin, base, rel, end, prev_max, ack_rel)
     data = plen > 0
     retrans = data & (rel < prev_max)
     hole = data & (rel > prev_max)
-
-    # acks against the other direction's base sequence number
-    ack_rel = np.zeros(n, np.int64)
-    if n:
-        other = gid ^ 1
-        has_other = gcount[other] > 0
-        base = np.where(has_other, seq[np.minimum(gstart[other], n - 1)], 0)
-        a = c["ack"].astype(np.int64)
-        first_off = wrap32(a - base)
-        da = wrap32(np.diff(a, prepend=a[:1]))
-        da[is_start] = 0
-        ca = np.cumsum(da)
-        ack_rel = first_off[gstart[gid]] + (ca - ca[gstart[gid]])
 
     mss_opt = np.zeros((nflows, 2), np.int64)
     syn_seen = np.zeros((nflows, 2), bool)

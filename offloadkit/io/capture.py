@@ -28,6 +28,7 @@ from ..packet.link import LINKTYPE_ETHERNET, supported, supported_names
 from ..trace import Trace
 from . import pcap, pcapng
 from .batch import Batch, read_batch
+from .flows import assign_flows
 from .records import (
     ERR_BAD_CAPLEN,
     STDIO,
@@ -73,21 +74,11 @@ def _decode_into(rows, payloads, stats: Stats, rec: Record, with_payload: bool):
         payloads.append(payload_bytes(rec.data, row, lay))
 
 
-def _finish(rows, payloads, fast_trace, fast_payloads, stats: Stats, res: CaptureResult, with_payload: bool):
-    """Merge fast and slow rows in frame order, attach notes and flows."""
-    slow = Trace.from_rows(rows)
-    parts = [t for t in (fast_trace, slow) if t is not None and len(t)]
-    if len(parts) == 2:
-        trace = Trace.concat(parts)
-        order = np.argsort(trace.frame, kind="stable")
-        trace = trace[order]
-    else:
-        trace = parts[0] if parts else Trace.empty()
-        order = np.arange(len(trace))
-    stats.truncated = int(trace.truncated.sum()) if len(trace) else 0
+def _finish(trace: Trace, payloads, stats: Stats, res: CaptureResult, with_payload: bool):
+    """Attach flows, notes and the payloads to the result."""
+    stats.truncated += int(trace.truncated.sum()) if len(trace) else 0
     if with_payload:
-        allp = (fast_payloads or []) + payloads
-        res.payloads = [allp[j] for j in order.tolist()] if len(trace) else []
+        res.payloads = payloads or []
     res.trace = assign_flows(trace)
     res.trace.meta.update(format=res.format, linktypes=list(res.linktypes))
     res.messages = stats.notes() + res.messages
@@ -101,7 +92,7 @@ def _read_pcap(raw: bytes, res: CaptureResult, stats: Stats, fast: bool, with_pa
     h = pcap.Header(raw)
     h.fill(res)
     if not h.complete:
-        return _finish([], [], None, None, stats, res, with_payload)
+        return _finish(Trace.empty(), [], stats, res, with_payload)
     empty = np.empty(0, np.int64)
     n, end, err = pcap.walk_pcap(data, 24, h.swapped, h.rec_hdr, h.maxcap, False, empty, empty, empty, empty,
                                  empty)
@@ -113,13 +104,22 @@ def _read_pcap(raw: bytes, res: CaptureResult, stats: Stats, fast: bool, with_pa
         if err == ERR_BAD_CAPLEN:
             bad = struct.unpack(h.endian + "I", raw[end + 8:end + 12])[0]
         res.error = walk_error(err, n, end, bad)
-    return _read_arrays(raw, data, off, cap, np.maximum(orig, cap), sec * 1_000_000_000 + frac * h.mult,
+    return _read_arrays(data, off, cap, np.maximum(orig, cap), sec * 1_000_000_000 + frac * h.mult,
                         np.full(n, h.linktype, np.int32), np.full(n, h.fcs, np.int32),
                         np.arange(1, n + 1, dtype=np.int64), res, stats, fast, with_payload)
 
 
-def _read_arrays(raw, data, off, cap, orig, times, linktype, fcs, frames, res, stats, fast, with_payload):
-    """Decode walked records: Ethernet (no FCS) ones by the numba decoder, the rest by ``packet.decode``."""
+def _read_arrays(data, off, cap, orig, times, linktype, fcs, frames, res, stats, fast, with_payload):
+    trace, payloads = decode_arrays(data, off, cap, orig, times, linktype, fcs, frames, res, stats, fast,
+                                    with_payload)
+    return _finish(trace, payloads, stats, res, with_payload)
+
+
+def decode_arrays(data, off, cap, orig, times, linktype, fcs, frames, res: CaptureResult, stats: Stats,
+                  fast: bool = True, with_payload: bool = False) -> tuple[Trace, list[bytes] | None]:
+    """The TCP packets of walked records as a Trace in record order (no flows yet), and their
+    payload bytes if asked: Ethernet (no FCS) records by the numba decoder, the rest by
+    ``packet.decode``. ``data``: the uint8 array the offsets point into."""
     n = len(off)
     rows: list[dict] = []
     payloads: list[bytes] = []
@@ -147,12 +147,25 @@ def _read_arrays(raw, data, off, cap, orig, times, linktype, fcs, frames, res, s
             idx = np.nonzero(keep)[0]
             st = off[idx] + fast_trace.l2_bytes + fast_trace.ip_hlen + fast_trace.tcp_hlen
             en = np.minimum(st + fast_trace.payload_len, off[idx] + cap[idx])
-            fast_payloads = [raw[a:b] if b > a else b"" for a, b in zip(st.tolist(), en.tolist())]
+            fast_payloads = [data[a:b].tobytes() if b > a else b"" for a, b in zip(st.tolist(), en.tolist())]
     for j in todo.tolist():
         o, c = int(off[j]), int(cap[j])
-        rec = Record(int(frames[j]), int(times[j]), int(linktype[j]), raw[o:o + c], int(orig[j]), int(fcs[j]))
+        rec = Record(int(frames[j]), int(times[j]), int(linktype[j]), data[o:o + c].tobytes(), int(orig[j]),
+                     int(fcs[j]))
         _decode_into(rows, payloads, stats, rec, with_payload)
-    return _finish(rows, payloads, fast_trace, fast_payloads, stats, res, with_payload)
+    slow = Trace.from_rows(rows)
+    parts = [t for t in (fast_trace, slow) if t is not None and len(t)]
+    if len(parts) == 2:
+        trace = Trace.concat(parts)
+        order = np.argsort(trace.frame, kind="stable")
+        trace = trace[order]
+    else:
+        trace = parts[0] if parts else Trace.empty()
+        order = np.arange(len(trace))
+    if not with_payload:
+        return trace, None
+    allp = (fast_payloads or []) + payloads
+    return trace, [allp[j] for j in order.tolist()] if len(trace) else []
 
 
 def read_capture(path, with_payload: bool = False, fast: bool = True) -> CaptureResult:
@@ -165,18 +178,16 @@ def read_capture(path, with_payload: bool = False, fast: bool = True) -> Capture
     raw, name = read_input(path)
     stats = Stats()
     res = CaptureResult(None)
-    rows: list[dict] = []
-    payloads: list[bytes] = []
     if len(raw) < 4:
         res.error = f"{name} is {len(raw)} bytes long: too short to be a pcap or pcapng file."
     elif pcap.is_pcap(raw):
         return _read_pcap(raw, res, stats, fast, with_payload)
     elif raw[:4] == pcapng.MAGIC:
         data, off, cap, orig, times, lt, fcs, frames = pcapng.packet_arrays(raw, res, stats)
-        return _read_arrays(raw, data, off, cap, orig, times, lt, fcs, frames, res, stats, fast, with_payload)
+        return _read_arrays(data, off, cap, orig, times, lt, fcs, frames, res, stats, fast, with_payload)
     else:
         res.error = f"{name} is not a pcap or pcapng file (it starts with bytes {raw[:4].hex()})."
-    return _finish(rows, payloads, None, None, stats, res, with_payload)
+    return _finish(Trace.empty(), [], stats, res, with_payload)
 
 
 def read_records(path) -> tuple[list[Record], CaptureResult]:
@@ -260,34 +271,3 @@ def write_capture(path, records: list[Record], like: CaptureResult) -> str:
         return "pcap-ns" if like.nano else "pcap"
     pcapng.write_records(path, records, snaplen, like.nano)
     return "pcapng"
-
-
-# -- flows --------------------------------------------------------------------------------
-def assign_flows(trace: Trace) -> Trace:
-    """Set ``flow`` (connections numbered by first appearance) and ``direction``
-    (0: the side that sends more payload bytes, ties: the side of the flow's first packet)."""
-    n = len(trace)
-    if n == 0:
-        return trace
-    v6 = trace.ip_version == 6
-    a = (trace.src_ip.astype(np.uint64) << np.uint64(16)) | trace.sport.astype(np.uint64)
-    b = (trace.dst_ip.astype(np.uint64) << np.uint64(16)) | trace.dport.astype(np.uint64)
-    if v6.any():
-        for arr, ip6, port in ((a, trace.src_ip6, trace.sport), (b, trace.dst_ip6, trace.dport)):
-            h = np.frombuffer(np.ascontiguousarray(ip6[v6]).tobytes(), dtype=">u8").reshape(-1, 2)
-            mixed = (h[:, 0] * np.uint64(0x9E3779B97F4A7C15)) ^ h[:, 1]
-            arr[v6] = (mixed << np.uint64(16)) | port[v6].astype(np.uint64) | np.uint64(1 << 63)
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    keys = np.empty(n, dtype=[("lo", "u8"), ("hi", "u8")])
-    keys["lo"], keys["hi"] = lo, hi
-    _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    flow = rank[inv.ravel()]
-    side = (a != lo).astype(np.int64)                   # 0: the lower endpoint sends
-    nbytes = np.bincount(flow * 2 + side, weights=trace.payload_len.astype(np.float64),
-                         minlength=2 * len(first)).reshape(-1, 2)
-    first_side = side[np.sort(first)]                    # per flow in rank order
-    data_side = np.where(nbytes[:, 0] > nbytes[:, 1], 0, np.where(nbytes[:, 1] > nbytes[:, 0], 1, first_side))
-    direction = (side != data_side[flow]).astype(np.uint8)
-    return trace.replace(flow=flow.astype(np.int32), direction=direction)

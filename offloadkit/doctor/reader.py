@@ -1,0 +1,129 @@
+"""The doctor's capture reader: records decoded chunk by chunk as they are read.
+
+A classic pcap (plain, gzip or stdin) is read block by block (``io.stream``), a
+pcapng walked in one pass and decoded in chunks; each chunk is decoded by
+``io.capture.decode_arrays`` (the numba decoder, ``packet.decode`` for the rest)
+and numbered into flows (``io.flows.FlowNumbering``). Of each chunk only the
+columns the checks read are kept (``columns``), so neither the file's bytes nor
+a whole-capture Trace of every column is ever held. The result is what
+``io.capture.read_capture`` gives for the same file: the same packets, flows,
+directions, notes and error.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..io import pcapng
+from ..io.batch import Batch
+from ..io.capture import decode_arrays, read_capture
+from ..io.flows import FlowNumbering
+from ..io.records import CaptureResult, Stats, read_input
+from ..io.stream import CHUNK, open_pcap_stream
+from ..trace import Trace
+
+FLOW_COLUMNS = ("flow", "direction")   # set from the whole capture, not per chunk
+
+
+def _pcapng_chunks(raw: bytes, res: CaptureResult, stats: Stats, chunk: int):
+    b = Batch(*pcapng.packet_arrays(raw, res, stats))
+    for a in range(0, len(b), chunk):
+        yield b.slice(a, a + chunk)
+
+
+def read_columns(path, columns: tuple[str, ...] | None = None, progress=None,
+                 chunk: int = CHUNK) -> tuple[Trace, CaptureResult]:
+    """The TCP packets of a capture with ``flow`` and ``direction`` set, and the reading result.
+
+    columns: the columns to keep (``flow`` and ``direction`` always); the Trace is then sorted
+    by (flow, direction, capture order), as ``doctor.context.build`` sorts it. None keeps every
+    column, in capture order. progress: told the packets of each chunk (``update(n)``); chunk:
+    records decoded at a time.
+    Raises ValueError only when the file cannot be opened."""
+    stream, other = open_pcap_stream(path, chunk)
+    stats = Stats()
+    if stream is not None:
+        res, chunks = stream.result, stream
+    else:
+        raw, _ = read_input(other)
+        if raw[:4] != pcapng.MAGIC:
+            res = read_capture(other)          # not a capture: its messages as read_capture words them
+            return _kept(res.trace, columns), res
+        res = CaptureResult(None)
+        chunks = _pcapng_chunks(raw, res, stats, chunk)
+    numbering = FlowNumbering()
+    parts: list[dict] = []
+    flows, sides = [], []
+    for b in chunks:
+        t, _ = decode_arrays(b.data, b.off, b.cap, b.orig, b.time_ns, b.linktype, b.fcs, b.frame, res, stats)
+        if not len(t):
+            continue
+        stats.truncated += int(t.truncated.sum())
+        f, s = numbering.add(t)
+        flows.append(f)
+        sides.append(s)
+        part = {k: v for k, v in t.columns.items() if k not in FLOW_COLUMNS and (columns is None or k in columns)}
+        if "sack" in part:                 # SACK blocks kept only for the packets that carry some
+            part["sack"] = _Sparse(np.flatnonzero(part["sack"].any(axis=1)), part["sack"])
+        parts.append(part)
+        if progress is not None:
+            progress.update(len(t))
+    if stream is None and res.error:
+        res.messages.append(res.error)
+    res.messages = stats.notes() + res.messages
+    if not parts:
+        trace = Trace.empty()
+    else:
+        flow = np.concatenate(flows)
+        direction = numbering.directions(flow, np.concatenate(sides))
+        del flows, sides
+        where = None                       # each packet's row in the result (None: capture order)
+        if columns is not None:
+            order = np.lexsort((direction, flow))
+            where = np.empty_like(order)
+            where[order] = np.arange(len(order))
+            flow, direction = flow[order], direction[order]
+        cols = {k: _gather(parts, k, where) for k in list(parts[0])}
+        cols["flow"], cols["direction"] = flow, direction
+        trace = Trace(cols)
+    trace.meta.update(format=res.format, linktypes=list(res.linktypes))
+    return trace, res
+
+
+class _Sparse:
+    """The rows ``idx`` of a chunk's column (the other rows hold the column's default, 0)."""
+
+    def __init__(self, idx: np.ndarray, col: np.ndarray):
+        self.idx, self.values, self.n = idx, col[idx], len(col)
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def _gather(parts: list[dict], k: str, where: np.ndarray | None) -> np.ndarray:
+    """Column ``k`` of all chunks, each packet at its row ``where`` (freeing the chunks' copies as it goes).
+    Sparse columns start from ``np.zeros``, whose untouched pages take no memory."""
+    first = parts[0][k]
+    sparse = isinstance(first, _Sparse)
+    like = first.values if sparse else first
+    n = sum(len(p[k]) for p in parts)
+    out = (np.zeros if sparse else np.empty)((n, *like.shape[1:]), like.dtype)
+    pos = 0
+    for p in parts:
+        col = p.pop(k)
+        rows = np.arange(pos, pos + len(col)) if where is None else where[pos:pos + len(col)]
+        if sparse:
+            out[rows[col.idx]] = col.values
+        elif where is None:
+            out[pos:pos + len(col)] = col
+        else:
+            out[rows] = col
+        pos += len(col)
+    return out
+
+
+def _kept(trace: Trace, columns) -> Trace:
+    if columns is None or not len(trace):
+        return trace
+    order = np.lexsort((trace.direction, trace.flow))
+    keep = {k: trace.columns[k][order] for k in (*columns, "flow", "direction")}
+    return Trace(keep)
