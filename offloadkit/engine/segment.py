@@ -88,7 +88,7 @@ before segmenting, so no segment carries it. The rtl8139 models offer TSO for
 IPv4 only (8139cp: NETIF_F_TSO, no TSO6): an IPv6 GSO skb is segmented in
 software before it (``cp_tso_family``, hw-tso rules).
 
-Rows already dropped pass unchanged. GSO_PARTIAL output is not modelled. UDP tunnels
+Rows already dropped pass unchanged. GSO_PARTIAL (UDP tunnels): ``rewrite.gso_partial``. UDP tunnels
 (VXLAN, GENEVE): the inner packet is cut here as a plain one; the outer headers per segment
 (``__skb_udp_tunnel_segment``) need the frame's bytes and are written by ``rewrite.tunnel``.
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import codes
 from ..packet import build, csum
+from ..packet.decode import HOP_JUMBO_HLEN
 from ..packet.tcp_options import options_bytes
 from ..trace import FIELDS, MAX_SACK_BLOCKS, Trace
 from .capture import assign_flows
@@ -165,11 +166,17 @@ def render(trace: Trace, verbose: bool = False, relative: bool = True, time: boo
         thl = 20 + len(opts)
         plen = c["payload_len"][i]
         head = _time_text(c["time_ns"][i]) if time else ""
-        if (thl + plen > 0xFFFF) if v == 6 else (max(20, min(60, c["ip_hlen"][i] & ~3)) + thl + plen > 0xFFFF):
+        jumbo = v == 6 and c["hbh_jumbo"][i]
+        if not jumbo and ((thl + plen > 0xFFFF) if v == 6 else
+                          (max(20, min(60, c["ip_hlen"][i] & ~3)) + thl + plen > 0xFFFF)):
             out.append(_oversized(c, i, v, head, verbose))
             continue
         ends = f"{_addr(v, c['src_ip'][i], c['src_ip6'][i])}.{c['sport'][i]} > " \
                f"{_addr(v, c['dst_ip'][i], c['dst_ip6'][i])}.{c['dport'][i]}: "
+        if jumbo:           # BIG TCP: tcpdump prints the hop-by-hop jumbo header between IP and TCP
+            ends = f"{_addr(6, 0, c['src_ip6'][i])} > {_addr(6, 0, c['dst_ip6'][i])}: HBH " + \
+                   (f"(jumbo: {HOP_JUMBO_HLEN + thl + plen})  " if verbose else "") + \
+                   f"{c['sport'][i]} > {c['dport'][i]}: "
         if relative and flags & codes.ACK:
             key, rev = state.key(src_k, c["sport"][i], dst_k, c["dport"][i])
             pseq, pack, thseq, thack = state.lookup(key, rev, flags, seq, ack)
@@ -196,10 +203,8 @@ def render(trace: Trace, verbose: bool = False, relative: bool = True, time: boo
         if v == 6:
             ip = "IP6 "
             if verbose:
-                tc = c["tos"][i]
-                cls = f"class 0x{tc:02x}, " if tc else ""
-                seg = thl + plen
-                ip += f"({cls}hlim {c['ttl'][i]}, next-header TCP (6) payload length: {seg}) "
+                nh, seg = ("Options (0)", 0) if jumbo else ("TCP (6)", thl + plen)
+                ip += f"({_ip6_class_label(c, i)}hlim {c['ttl'][i]}, next-header {nh} payload length: {seg}) "
             out.append(f"{head}{ip}{ends}{text}")
         elif verbose:
             out.append(f"{head}IP ({_ip_text(c, i, thl)})\n    {ends}{text}")
@@ -246,9 +251,14 @@ def _oversized(c: dict, i: int, v: int, head: str, verbose: bool) -> str:
     """tcpdump 4.99 on a packet whose IP length field is 0 (a > 64 KB super-packet)."""
     if v == 4:
         return f"{head}IP bad-len 0"
-    cls = f"class 0x{c['tos'][i]:02x}, " if c["tos"][i] else ""
-    ip = f"({cls}hlim {c['ttl'][i]}, next-header TCP (6) payload length: 0) " if verbose else ""
+    ip = f"({_ip6_class_label(c, i)}hlim {c['ttl'][i]}, next-header TCP (6) payload length: 0) " if verbose else ""
     return f"{head}IP6 {ip}{_addr(6, 0, c['src_ip6'][i])} > {_addr(6, 0, c['dst_ip6'][i])}: [|tcp]"
+
+
+def _ip6_class_label(c: dict, i: int) -> str:
+    """tcpdump -v's "class 0x.., flowlabel 0x....., " of an IPv6 row (each only when non-zero)."""
+    tc, fl = c["tos"][i], c["flow_label"][i]
+    return (f"class 0x{tc:02x}, " if tc else "") + (f"flowlabel 0x{fl:05x}, " if fl else "")
 
 
 def _ip_text(c: dict, i: int, thl: int) -> str:
@@ -289,8 +299,9 @@ _TIME = re.compile(r"^\s*(?:(\d{4}-\d\d-\d\d) )?(\d{1,2}):(\d\d):(\d\d)\.(\d{1,9
 _IPHDR = re.compile(r"^IP \((.*?)\)\s*$")
 _IP4V = re.compile(r"tos 0x([0-9a-f]+)(?:,CE|,ECT\([01]\))?(?:, ttl (\d+))?, id (\d+), offset (\d+), flags \[([^\]]*)\], "
                    r"proto \w+ \((\d+)\), length (\d+)")
-_IP6V = re.compile(r"^IP6 \((?:class 0x([0-9a-f]+), )?(?:flowlabel 0x[0-9a-f]+, )?hlim (\d+), "
+_IP6V = re.compile(r"^IP6 \((?:class 0x([0-9a-f]+), )?(?:flowlabel 0x([0-9a-f]+), )?hlim (\d+), "
                    r"next-header \w+ \((\d+)\) payload length: (\d+)\) ")
+_HBH = re.compile(r"(\S+) > (\S+): HBH (?:\(jumbo: (\d+)\)  )?([\w-]+) > ([\w-]+): ")
 _ENDS = re.compile(r"(\S+)\.([\w-]+) > (\S+)\.([\w-]+): Flags \[([^\]]*)\]")
 _CKSUM = re.compile(r"cksum 0x([0-9a-f]{1,4}) \((correct|incorrect -> 0x[0-9a-f]+)\)")
 _SEQ = re.compile(r", seq (\d+)(?::(\d+))?")
@@ -367,7 +378,7 @@ def _logical_lines(lines: Iterable[str]) -> list[tuple[str, str, dict]]:
             rest = rest[cut.start():]
         if _IPHDR.match(rest.strip()):
             pending = (last_stamp, rest.strip(), enc)
-        elif (rest.startswith("IP ") or rest.startswith("IP6 ")) and _ENDS.search(rest):
+        elif (rest.startswith("IP ") or rest.startswith("IP6 ")) and (_ENDS.search(rest) or _HBH.search(rest)):
             out.append((last_stamp, rest, enc))
     return out
 
@@ -447,7 +458,7 @@ def parse(lines: Iterable[str] | str) -> Trace:
 
 def _parse_one(stamp: str, text: str) -> tuple[dict, bool]:
     row: dict = {"time_ns": _stamp_ns(stamp), "truncated": False, "csum_bad": False, "tcp_csum": 0,
-                 "csum_state": 0, "encap": 0, "mpls_labels": 0, "vni": -1}
+                 "csum_state": 0, "encap": 0, "mpls_labels": 0, "vni": -1, "flow_label": 0, "hbh_jumbo": False}
     verbose = False
     m6 = _IP6V.match(text)
     if text.startswith("IP ("):
@@ -461,12 +472,16 @@ def _parse_one(stamp: str, text: str) -> tuple[dict, bool]:
         row.update(tos=int(mv.group(1), 16), ttl=int(mv.group(2) or 0), ip_id=int(mv.group(3)),
                    frag=int(mv.group(4)) // 8 | (0x2000 if "+" in flags_s else 0), df="DF" in flags_s,
                    ip_len=int(mv.group(7)))
-    elif m6:
+    mh = _HBH.search(text)
+    if mh:                  # BIG TCP: the hop-by-hop jumbo header before the TCP header
+        text = text[:mh.start()] + f"{mh.group(1)}.{mh.group(4)} > {mh.group(2)}.{mh.group(5)}: " + text[mh.end():]
+        row["hbh_jumbo"] = True
+    if m6:
         verbose = True
-        if int(m6.group(3)) != 6:
+        if int(m6.group(4)) != (0 if mh else 6):
             raise ValueError("not TCP")
-        row.update(tos=int(m6.group(1) or "0", 16), ttl=int(m6.group(2)), ip_len=40 + int(m6.group(4)),
-                   df=True)
+        row.update(tos=int(m6.group(1) or "0", 16), flow_label=int(m6.group(2) or "0", 16), ttl=int(m6.group(3)),
+                   df=True, **({} if mh else {"ip_len": 40 + int(m6.group(5))}))
     me = _ENDS.search(text)
     if not me:
         raise ValueError("no TCP")
@@ -533,7 +548,7 @@ def _parse_one(stamp: str, text: str) -> tuple[dict, bool]:
         if "ip_len" not in row:
             row["ip_len"] = 20 + row["tcp_hlen"] + plen
     elif "ip_len" not in row:
-        row["ip_len"] = 40 + row["tcp_hlen"] + plen
+        row["ip_len"] = 40 + (HOP_JUMBO_HLEN if mh else 0) + row["tcp_hlen"] + plen
     if v == 6:
-        row["ip_hlen"] = 40
+        row["ip_hlen"] = 40 + (HOP_JUMBO_HLEN if mh else 0)
     return row, o1 or o2

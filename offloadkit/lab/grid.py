@@ -54,6 +54,15 @@ COMMITTED_TUNNEL: dict[str, LabSettings] = {
     "vxlan6-ts-mtu1500": replace(_V6, tunnel="vxlan", tunnel_csum=True, snaplen=160),
     "vxlan6-zerocsum-ts-mtu1500": replace(_V6, tunnel="vxlan", snaplen=160),
 }
+# IPv6 inside VXLAN (overlay 2001:2:3::/64) over the IPv4 and the IPv6 underlay; in data/captures/overlay6/.
+# "flowlabel 0x12345": a fixed non-zero outer IPv6 flow label (vxlan's default is 0; "inherit", the inner
+# label through ip_tunnel_get_flowlabel, needs iproute2 >= 6.7, the capture machine's is 6.1)
+COMMITTED_OVERLAY6: dict[str, LabSettings] = {
+    "vxlan-v6in4-ts-mtu1500": replace(_BASE, tunnel="vxlan", overlay_ip_version=6, snaplen=160),
+    "vxlan6-v6in6-ts-mtu1500": replace(_V6, tunnel="vxlan", tunnel_csum=True, overlay_ip_version=6, snaplen=176),
+    "vxlan6-v6in6-label-ts-mtu1500": replace(_V6, tunnel="vxlan", tunnel_csum=True, overlay_ip_version=6,
+                                             tunnel_flowlabel=str(0x12345), snaplen=176),
+}
 
 _LIVE_BASE = LabSettings(bytes="1M")
 LIVE: dict[str, LabSettings] = {

@@ -31,6 +31,7 @@ from . import safety
 SENDER_NET, RECEIVER_NET = "198.18.1", "198.18.2"
 SENDER_NET6, RECEIVER_NET6 = "2001:2:1:", "2001:2:2:"     # the benchmarking range 2001:2::/48
 TUNNEL_NET, VXLAN_PORT, VXLAN_VNI = "198.19.0", 4789, 42     # inner addresses of the tunnel overlay
+TUNNEL_NET6 = "2001:2:3:"                                    # the overlay's IPv6 (overlay_ip_version 6)
 GENEVE_PORT = 6081
 TUNNELS = ("vxlan", "geneve")
 
@@ -129,6 +130,8 @@ class LabSettings:
     gso_max_size: int | None = None   # BIG TCP: the sender's gso_max_size (IPv6) / gso_ipv4_max_size (IPv4)
     tunnel: str | None = None         # "vxlan"/"geneve": TCP (IPv4) runs over an overlay; ip_version is the underlay's
     tunnel_csum: bool = False         # outer UDP checksums (SKB_GSO_UDP_TUNNEL_CSUM): udpcsum, or IPv6 without udp6zerocsumtx
+    overlay_ip_version: int = 4       # the TCP packets' IP inside the tunnel: 4 (198.19.0.0/24) or 6 (2001:2:3::/64)
+    tunnel_flowlabel: str | None = None   # vxlan "flowlabel": "inherit" (the inner IPv6 flow label) or a number
     extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -159,6 +162,12 @@ class LabSettings:
             raise ValueError(f"gso_max_size {self.gso_max_size} is out of range: BIG TCP takes 65536..524280")
         if self.tunnel not in (None, *TUNNELS) or (self.tunnel and self.topology != "router"):
             raise ValueError(f"tunnel {self.tunnel!r}: the lab has 'vxlan' or 'geneve', with the router topology")
+        if self.overlay_ip_version not in (4, 6) or (self.overlay_ip_version == 6 and not self.tunnel):
+            raise ValueError(f"overlay_ip_version {self.overlay_ip_version}: 4 or 6, and 6 needs a tunnel")
+        if self.tunnel_flowlabel is not None and (self.tunnel != "vxlan" or self.ip_version != 6 or not (
+                self.tunnel_flowlabel == "inherit" or self.tunnel_flowlabel.isdigit())):
+            raise ValueError(f"tunnel_flowlabel {self.tunnel_flowlabel!r}: 'inherit' or a number, "
+                             "for vxlan over an IPv6 underlay")
         if self.ip_version == 6 and (self.clamp or self.loss or self.drop_gso or self.blackhole_mtu):
             raise ValueError("clamp, loss, drop_gso and blackhole_mtu use iptables rules for IPv4 only: "
                              "drop them with ip_version 6")
@@ -205,8 +214,10 @@ class LabSettings:
 
     @property
     def inner_ip_tcp_hdr(self) -> int:
-        """IP + TCP header bytes of the TCP packets (an overlay carries IPv4)."""
-        return IPV4_TCP_HDR if self.tunnel else self.ip_tcp_hdr
+        """IP + TCP header bytes of the TCP packets (an overlay's own IP version)."""
+        if self.tunnel:
+            return IPV6_TCP_HDR if self.overlay_ip_version == 6 else IPV4_TCP_HDR
+        return self.ip_tcp_hdr
 
     @property
     def points(self) -> tuple[str, ...]:
@@ -281,11 +292,15 @@ class Topology:
     @property
     def sender_ip(self) -> str:
         """The TCP sender's address (inside the overlay when there is a tunnel)."""
-        return f"{TUNNEL_NET}.1" if self.s.tunnel else self.ifaces["snd"].addr
+        return self.overlay_addr(1) if self.s.tunnel else self.ifaces["snd"].addr
 
     @property
     def receiver_ip(self) -> str:
-        return f"{TUNNEL_NET}.2" if self.s.tunnel else self.ifaces["rcv"].addr
+        return self.overlay_addr(2) if self.s.tunnel else self.ifaces["rcv"].addr
+
+    def overlay_addr(self, host: int) -> str:
+        """The overlay address of host 1 (sender) or 2 (receiver)."""
+        return f"{TUNNEL_NET6}:{host}" if self.s.overlay_ip_version == 6 else f"{TUNNEL_NET}.{host}"
 
     # -- command helpers -------------------------------------------------
     def sh(self, cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:
@@ -359,13 +374,14 @@ class Topology:
     def _tunnel(self) -> None:
         """A VXLAN or GENEVE device in the sender and the receiver, over the routed underlay."""
         s = self.s
-        ends = (("snd", self.ifaces["snd"], self.ifaces["rcv"].addr, f"{TUNNEL_NET}.1"),
-                ("rcv", self.ifaces["rcv"], self.ifaces["snd"].addr, f"{TUNNEL_NET}.2"))
+        ends = (("snd", self.ifaces["snd"], self.ifaces["rcv"].addr, 1),
+                ("rcv", self.ifaces["rcv"], self.ifaces["snd"].addr, 2))
         if s.ip_version == 6:             # IPv6 underlay: checksums unless udp6zerocsumtx (and rx to accept them)
             csum = [] if s.tunnel_csum else ["udp6zerocsumtx", "udp6zerocsumrx"]
         else:
             csum = ["udpcsum" if s.tunnel_csum else "noudpcsum"]
-        for role, under, remote, inner in ends:
+        label = ["flowlabel", s.tunnel_flowlabel] if s.tunnel_flowlabel else []
+        for role, under, remote, host in ends:
             ns = self.ns[role]
             if s.tunnel == "geneve":      # no local/dev: the route to the remote picks the underlay
                 kind = ["geneve", "id", str(VXLAN_VNI), "remote", remote, "dstport", str(GENEVE_PORT)]
@@ -373,17 +389,32 @@ class Topology:
                 kind = ["vxlan", "id", str(VXLAN_VNI), "local", under.addr, "remote", remote, "dev", under.name,
                         "dstport", str(VXLAN_PORT)]
             add = ["ip", "-n", ns, "link", "add", "oklvx0", "mtu", str(s.mtu - tunnel_overhead(s.ip_version)),
-                   "type", *kind, *csum]
+                   "type", *kind, *csum, *label]
             p = self.sh(add, check=False)
             if p.returncode != 0 and "Unknown device type" in p.stderr:
                 raise safety.LabUnavailable(f"This kernel has no {s.tunnel} device (CONFIG_{s.tunnel.upper()}), "
                                             f"so the lab cannot build the {s.tunnel} tunnel; use tunnel vxlan.")
             if p.returncode != 0:
                 raise RuntimeError(f"lab command failed: {shlex.join(add)}: {p.stderr.strip()}")
-            # no IPv6 on the overlay: its late MLD reports would make tcpdump's counters race
-            self.nsx(ns, ["sysctl", "-qw", "net.ipv6.conf.oklvx0.disable_ipv6=1"])
-            self.sh(["ip", "-n", ns, "addr", "add", f"{inner}/24", "dev", "oklvx0"])
+            if s.overlay_ip_version == 4:
+                # no IPv6 on the overlay: its late MLD reports would make tcpdump's counters race
+                self.nsx(ns, ["sysctl", "-qw", "net.ipv6.conf.oklvx0.disable_ipv6=1"])
+                self.sh(["ip", "-n", ns, "addr", "add", f"{self.overlay_addr(host)}/24", "dev", "oklvx0"])
+            else:
+                self._overlay6(ns)
+                self.sh(["ip", "-n", ns, "addr", "add", f"{self.overlay_addr(host)}/64", "dev", "oklvx0", "nodad"])
             self.sh(["ip", "-n", ns, "link", "set", "oklvx0", "up"])
+        if s.overlay_ip_version == 6:     # static neighbours: no neighbour discovery inside the tunnel
+            for role, peer in (("snd", "rcv"), ("rcv", "snd")):
+                mac = self.nsx(self.ns[peer], ["cat", "/sys/class/net/oklvx0/address"]).stdout.strip()
+                self.sh(["ip", "-n", self.ns[role], "neigh", "add", self.overlay_addr(2 if peer == "rcv" else 1),
+                         "lladdr", mac, "dev", "oklvx0", "nud", "permanent"])
+
+    def _overlay6(self, ns: str) -> None:
+        """An IPv6 overlay without link-local address, router solicitations or MLD reports: their late
+        packets inside the tunnel would make tcpdump's counters race."""
+        for knob in ("addr_gen_mode=1", "router_solicitations=0", "force_mld_version=1", "accept_dad=0"):
+            self.nsx(ns, ["sysctl", "-qw", f"net.ipv6.conf.oklvx0.{knob}"])
 
     def _veth(self, a: str, b: str, mtu_a: int, mtu_b: int) -> None:
         ia, ib = self.ifaces[a], self.ifaces[b]

@@ -12,7 +12,8 @@ trace says:
 The payload is synthetic (zeros) unless the caller supplies bytes per row. TCP
 options are laid out by :func:`offloadkit.packet.tcp_options.options_bytes`. A
 model super-packet whose IP total length exceeds 65535 is written with IP total
-length 0, as captured TSO packets are. Encapsulations (VLAN, PPPoE, MPLS; VXLAN or
+length 0, as captured TSO packets are (IPv6: payload length 0 and the hop-by-hop jumbo
+header, as BIG TCP writes it; flow label and traffic class from the row). Encapsulations (VLAN, PPPoE, MPLS; VXLAN or
 GENEVE outermost) come from the ``encap`` column.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Callable, Sequence, Union
 from .. import codes
 from ..trace import Trace
 from .csum import ip_header_checksum, tcp_checksums, tcp_field_value
+from .decode import HOP_JUMBO_HLEN, IPV6_TLV_JUMBO
 from .link import ETH_P_TEB
 from .tcp_options import options_bytes
 
@@ -34,6 +36,7 @@ GENEVE_PORT = 6081
 VXLAN_OUTER_SRC = bytes([198, 18, 255, 1])
 VXLAN_OUTER_DST = bytes([198, 18, 255, 2])
 PAYLOAD_SOURCE = Union[None, Callable[[int], bytes], Sequence[bytes]]
+IPPROTO_TCP = 6
 
 
 # -- frame building -------------------------------------------------------
@@ -83,11 +86,8 @@ def build_packet(r: Rows, i: int, data: bytes | None, zeros: bool = True) -> tup
     field = tcp_field_value(c["csum_state"][i], c["csum_bad"][i], c["tcp_csum"][i], correct, partial)
     tcp = tcp_wo[:16] + struct.pack("!H", field) + tcp_wo[18:]
     if version == 6:
-        seg_len = thl + plen
-        tc = c["tos"][i]
-        ip = struct.pack("!IHBB", 6 << 28 | tc << 20, seg_len if seg_len <= 0xFFFF else 0, 6,
-                         c["ttl"][i]) + src + dst
-        full = 40 + seg_len
+        ip, full = ipv6_header(c["tos"][i], c["flow_label"][i], c["ttl"][i], src, dst, thl + plen,
+                               bool(c["hbh_jumbo"][i]))
     else:
         ihl = max(20, min(60, c["ip_hlen"][i] & ~3))
         full = ihl + thl + plen
@@ -97,6 +97,20 @@ def build_packet(r: Rows, i: int, data: bytes | None, zeros: bool = True) -> tup
         ip = hdr[:10] + struct.pack("!H", ip_header_checksum(hdr)) + hdr[12:]
     l2 = _l2_bytes(r, i, version, full)
     return l2, ip + tcp + data, full
+
+
+def ipv6_header(tclass: int, flow_label: int, hop_limit: int, src: bytes, dst: bytes, tcp_len: int,
+                jumbo: bool) -> tuple[bytes, int]:
+    """(IPv6 header bytes, full datagram length) of a TCP packet: traffic class, flow label, hop limit;
+    a BIG TCP packet (``jumbo``: the row's ``hbh_jumbo``) gets payload length 0 and the 8-byte
+    hop-by-hop jumbo header ``ip6_xmit`` inserts (jumbo length = HBH + TCP bytes); other rows over
+    65535 TCP bytes payload length 0 alone, as a TSO packet captured before the device."""
+    word0 = 6 << 28 | (tclass & 0xFF) << 20 | (flow_label & 0xFFFFF)
+    if not jumbo:
+        return (struct.pack("!IHBB", word0, tcp_len if tcp_len <= 0xFFFF else 0, IPPROTO_TCP, hop_limit)
+                + src + dst, 40 + tcp_len)
+    hbh = struct.pack("!BBBBI", IPPROTO_TCP, 0, IPV6_TLV_JUMBO, 4, HOP_JUMBO_HLEN + tcp_len)
+    return struct.pack("!IHBB", word0, 0, 0, hop_limit) + src + dst + hbh, 40 + HOP_JUMBO_HLEN + tcp_len
 
 
 def _l2_bytes(r: Rows, i: int, version: int, ip_full_len: int) -> bytes:

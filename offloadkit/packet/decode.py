@@ -31,6 +31,7 @@ MAX_IP_HLEN = 255             # the Trace's ip_hlen column is one byte
 IPV6_EXT_WALKED = (0, 43, 60)  # hop-by-hop, routing, destination options (ipv6_gso_pull_exthdrs)
 IPV6_FRAGMENT = 44
 IPV6_TLV_JUMBO = 0xC2
+HOP_JUMBO_HLEN = 8            # struct hop_jumbo_hdr: next header, 0, IPV6_TLV_JUMBO, 4, jumbo length
 MAX_IPV6_EXT = 8
 
 

@@ -15,6 +15,14 @@ The inner packet is cut as a plain one (``rewrite.segment``); then, per segment 
   datagram has once the inner TCP checksum is filled in: local checksum offload (LCO,
   Documentation/networking/checksum-offloads.rst), right even while the inner segment is still
   CHECKSUM_PARTIAL. A result of 0 is written 0xFFFF (CSUM_MANGLED_0).
+
+Why the engine's Trace has no per-segment outer checksum: the LCO value sums the outer addresses,
+the UDP source port, the tunnel header, the inner Ethernet header and the inner IP header bytes.
+A Trace row has none of the outer ones (a capture's are bytes, kept by this rewriter; a model's
+are ``packet.build``'s synthetic constants), so the engine could only compute a value for the
+builder's made-up outer header, a second copy of it. What the engine's rules need of the outer
+checksum is whether it is zero (``outer_udp_csum``: the flow key of udp_gro_receive and the GRO
+checksum gates), and a segment keeps that of its super-packet.
 """
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """A simulated trace as IPv6: what ``simulate --ipv6`` records (``Scenario.ip_version == 6``).
 
-The event loop already counts the 40-byte header in every IP length (``sim.pack``); this gives the
-rows their IPv6 identity: version 6, header length 40, addresses in the benchmarking range
-2001:2::/48 (sender 2001:2:1::1, receiver 2001:2:2::1), no IP ID, GSO type TCPV6.
+The event loop counts the 40-byte header in the IP length of every data packet (``sim.pack``); this
+gives the rows their IPv6 identity: version 6, header length 40, addresses in the benchmarking range
+2001:2::/48 (sender 2001:2:1::1, receiver 2001:2:2::1), no IP ID, GSO type TCPV6, and every IP length
+40 + TCP header + payload (the loop's ACK rows say 20 + TCP header).
 """
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ def as_ipv6(trace: Trace, sender_ip: int) -> Trace:
     return trace.replace(ip_version=np.where(v4, 6, trace.ip_version), src_ip6=src6, dst_ip6=dst6,
                          ip_hlen=np.where(v4, IPV6_HLEN, trace.ip_hlen), src_ip=np.where(v4, 0, trace.src_ip),
                          dst_ip=np.where(v4, 0, trace.dst_ip), ip_id=np.where(v4, 0, trace.ip_id),
-                         df=np.where(v4, True, trace.df), gso_type=gso)
+                         df=np.where(v4, True, trace.df), gso_type=gso,
+                         ip_len=np.where(v4, IPV6_HLEN + trace.tcp_hlen.astype(np.int64) + trace.payload_len,
+                                         trace.ip_len))
 
 
 def ipv6_partial_check(src6: np.ndarray, dst6: np.ndarray, tcp_len: np.ndarray) -> np.ndarray:

@@ -321,3 +321,29 @@ def test_render_encapsulations_like_tcpdump(tmp_path, encap):
         assert (back.encap == (encap & ~C.ENC_VLAN)).all()          # tcpdump -n does not show VLAN tags
         assert (back.mpls_labels == t.mpls_labels).all() and (back.vni == t.vni).all()
         assert (back.seq == t.seq)[(t.payload_len > 0)].all()
+
+
+@pytest.mark.skipif(TCPDUMP is None, reason="tcpdump not installed")
+def test_render_ipv6_flow_labels_and_big_tcp_like_tcpdump(tmp_path):
+    """IPv6 rows with traffic class and flow label, and BIG TCP rows (payload length 0 and the
+    hop-by-hop jumbo header: tcpdump prints "HBH (jumbo: N)" between IP and TCP): the text is
+    tcpdump's, and parses back to the same header fields."""
+    t = random_trace(seed=31, n=60, v6=True)
+    n = len(t)
+    big = (np.arange(n) % 7 == 3) & (t.payload_len > 0)
+    assert big.sum() >= 3
+    t = t.replace(flow_label=np.where(np.arange(n) % 3 == 0, 0, 0x1F00D + np.arange(n)), hbh_jumbo=big,
+                  payload_len=np.where(big, 70000 + np.arange(n), t.payload_len))
+    t = t.replace(ip_hlen=np.where(big, 48, 40))
+    f = tmp_path / "v6.pcap"
+    P.write_pcap(f, t, header_only=True)
+    t = t.replace(truncated=t.payload_len > 0)
+    for verbose in (False, True):
+        lines = rendered_lines(t, verbose=verbose)
+        assert lines == run_tcpdump(f, *(["-v"] if verbose else []))
+    back = T.parse(T.render(t, verbose=True))
+    for col in ("flow_label", "hbh_jumbo", "ip_hlen", "payload_len"):
+        assert np.array_equal(back.columns[col], t.columns[col]), col
+    printed = (t.payload_len > 0) | ((t.flags & (C.SYN | C.FIN | C.RST)) != 0)   # pure ACKs print no seq
+    assert np.array_equal(back.seq[printed], t.seq[printed])
+    assert (back.ip_len - back.tcp_hlen - back.payload_len == np.where(big, 48, 40)).all()

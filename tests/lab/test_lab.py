@@ -57,6 +57,10 @@ def _offloadkit(*args, env=None, timeout=120, **kw):
     (dict(topology="direct"), "do not exist in the direct topology"),
     (dict(bytes="4Q"), "cannot read size"),
     (dict(snaplen=40), "cuts TCP headers"),
+    (dict(overlay_ip_version=6), "6 needs a tunnel"),
+    (dict(tunnel="vxlan", overlay_ip_version=5), "4 or 6"),
+    (dict(tunnel="vxlan", tunnel_flowlabel="7"), "over an IPv6 underlay"),
+    (dict(tunnel="vxlan", ip_version=6, tunnel_flowlabel="auto"), "'inherit' or a number"),
 ])
 def test_settings_reject_bad_input_with_a_sentence(kw, words):
     with pytest.raises(ValueError, match=words):
@@ -357,3 +361,12 @@ def test_simulation_scenario_starts_at_the_lab_mss(kw):
     from offloadkit.lab.compare import scenario_for
     s = LabSettings(**kw)
     assert scenario_for(s).mss_bytes == s.expected_payload()
+
+
+@pytest.mark.parametrize("ip_version,overlay,want", [(4, 4, 1500 - 50 - 40 - 12), (4, 6, 1500 - 50 - 60 - 12),
+                                                      (6, 4, 1500 - 70 - 40 - 12), (6, 6, 1500 - 70 - 60 - 12)])
+def test_tunnel_payload_counts_both_headers(ip_version, overlay, want):
+    """VXLAN: the device MTU is the link's minus outer IP + UDP + VXLAN + inner Ethernet; then the
+    overlay's own IP + TCP headers and timestamps."""
+    s = LabSettings(tunnel="vxlan", ip_version=ip_version, overlay_ip_version=overlay)
+    assert s.expected_payload() == want

@@ -8,7 +8,8 @@ receiver (GRO on unless the case says off) -- runs iperf3 and captures with
 GSO segments) and the receiver (after GRO). Output: ``<out>/<case>/`` with
 ``router-in.pcap``, ``router-out.pcap``, ``rcv.pcap`` and ``settings.json``
 (the IPv6 and BIG TCP cases, ``COMMITTED_IPV6``, in ``<out>/ipv6/<case>/``; VXLAN in ``<out>/vxlan/``;
-VXLAN/GENEVE over IPv6 and GENEVE in ``<out>/tunnel/``).
+VXLAN/GENEVE over IPv6 and GENEVE in ``<out>/tunnel/``;
+IPv6 inside VXLAN in ``<out>/overlay6/``).
 
     sudo .venv/bin/python data/captures/make_captures.py            # all cases, here
     sudo .venv/bin/python data/captures/make_captures.py --only ts-mss536 --out /tmp/caps
@@ -22,12 +23,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from offloadkit.lab import LabUnavailable  # noqa: E402
-from offloadkit.lab.grid import (COMMITTED, COMMITTED_IPV6, COMMITTED_TUNNEL, COMMITTED_VXLAN,  # noqa: E402
-                                 capture_case, load_case)
+from offloadkit.lab.grid import (COMMITTED, COMMITTED_IPV6, COMMITTED_OVERLAY6, COMMITTED_TUNNEL,  # noqa: E402
+                                 COMMITTED_VXLAN, capture_case, load_case)
 from offloadkit.lab.packets import read_headers  # noqa: E402
 
 GRIDS = {"": COMMITTED, "ipv6": COMMITTED_IPV6, "vxlan": COMMITTED_VXLAN,         # sub-folder -> cases
-         "tunnel": COMMITTED_TUNNEL}
+         "tunnel": COMMITTED_TUNNEL, "overlay6": COMMITTED_OVERLAY6}
 
 
 def jumbo_packets(case_dir) -> int:
