@@ -78,6 +78,19 @@ def _column(name: str, n: int) -> np.ndarray:
     return np.full((n, *shape), default, dtype=dtype)
 
 
+def repeat_rows(col: np.ndarray, counts: np.ndarray, total: int) -> np.ndarray:
+    """``np.repeat(col, counts, axis=0)`` (``total`` rows, a fresh array) for stages whose output is
+    many times their input: a column holding one value is not copied row by row (all zeros costs
+    nothing until written: calloc pages; another value is one fill)."""
+    if len(col) and (col == col[0]).all():
+        if not col[0].any():
+            return np.zeros((total, *col.shape[1:]), col.dtype)
+        out = np.empty((total, *col.shape[1:]), col.dtype)
+        out[...] = col[0]
+        return out
+    return np.repeat(col, counts, axis=0)
+
+
 @dataclass(frozen=True, eq=False)
 class Trace:
     """A packet table. Build one with :meth:`from_columns`; columns are attributes."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from itertools import chain
 
 from ..errors import UsageError
 from ..units import parse_time
@@ -64,24 +65,18 @@ def parse_duration_ns(text: str) -> int | None:
 
 def run(args) -> int:
     from ..engine.gro import GroParams                # the engine (numba) only when the verb runs
-    from ..io.batch import write_batch
-    from ..io.capture import load_batch
     from ..io.records import STDIO
-    from ..rewrite.gro import gro_batch
     if not 1 <= args.napi_budget <= MAX_NAPI_BUDGET:
         raise UsageError(f"--napi-budget {args.napi_budget}: a poll handles 1 to {MAX_NAPI_BUDGET} packets "
                          f"(default 64)")
     params = GroParams(napi_budget=args.napi_budget, poll_gap_ns=parse_duration_ns(args.poll_gap),
                        rx_csum=args.rx_csum, cwr_rule=args.cwr_rule, max_size=args.max_size, hz=args.hz)
-    batch, info = load_batch(args.input)
-    with counter(args, len(batch), "gro") as progress:
-        run = gro_batch(batch, params, progress)
-    fmt = write_batch(args.output, run.batch, info)
-    n_in, n_out = len(batch), len(run.batch)
+    run, info, fmt = _gro(args, params)
+    n_in, n_out = run.packets, run.written
     say = sys.stderr if args.output == STDIO else sys.stdout     # OUT '-' is the capture on stdout
     summary = {"input": str(args.input), "output": str(args.output), "packets_in": n_in,
                "packets_out": n_out, "merged": run.merged, "reasons": run.reason_counts(),
-               "software_checksum_bytes": run.passes.total_bytes(), "format": fmt}
+               "software_checksum_bytes": run.checksum_bytes, "format": fmt}
     if args.json:
         print(json.dumps(summary), file=say)
     else:
@@ -91,3 +86,40 @@ def run(args) -> int:
     if info.error:
         print(f"offloadkit gro: warning: {args.input}: {info.error} Used the complete records.", file=sys.stderr)
     return 0
+
+
+def _gro(args, params):
+    """(totals, CaptureResult, format written): a classic pcap streamed chunk by chunk; other
+    input read whole and run in chunks, written as a pcap when one holds it, else as pcapng."""
+    from ..io.batch import Batch, pcap_kind, pcap_writer, read_batch, write_batch
+    from ..io.capture import check_loaded, check_path
+    from ..io.stream import CHUNK, open_pcap_stream
+    from ..rewrite.gro import gro_stream
+    check_path(args.input)
+    stream, source = open_pcap_stream(args.input)
+    if stream is not None:
+        info = stream.result
+        check_loaded(args.input, info, 1)
+        chunks = iter(stream)
+        first = next(chunks, None)
+        check_loaded(args.input, info, int(first is not None))
+        kind = (info.linktype, info.fcs[0] if info.fcs else 0)
+        chunks = chain([first], chunks) if first is not None else iter(())
+        total = None
+    else:
+        batch, info = read_batch(source)
+        check_loaded(args.input, info, len(batch))
+        kind = pcap_kind(batch, info)
+        chunks = (batch.slice(a, a + CHUNK) for a in range(0, len(batch), CHUNK))
+        total = len(batch)
+    with counter(args, total, "gro") as progress:
+        if kind is None:                    # pcapng in, several link types: pcapng out, records kept
+            outs = []
+            run = gro_stream(chunks, outs.append, params, progress)
+            return run, info, write_batch(args.output, Batch.concat(outs), info)
+        writer = pcap_writer(args.output, kind, info)
+        try:
+            run = gro_stream(chunks, writer.write, params, progress)
+        finally:
+            writer.close()
+    return run, info, "pcap-ns" if info.nano else "pcap"

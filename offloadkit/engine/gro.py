@@ -61,7 +61,7 @@ from .. import codes
 from ..codes import GRO_END_OF_POLL, GRO_FIRST, GRO_IP_RULE, GRO_MERGED, GRO_NOT_SAME_FLOW, GRO_PURE_ACK, GRO_TABLE_FULL
 from ..trace import FIELDS, Trace
 from . import checksum, csum_math
-from .gro_keys import dense_ids, keys_kernel
+from .gro_keys import dense_ids, dense_ids_into, keys_kernel
 from .gro_rules import (FLUSH_FLAGS, KIND_GRO, dev_gro_receive_kind, gro_list_prepare, inet_gro_flush,
                         inet_gro_flush_id, inet_gro_id_fixed, skb_gro_receive, tcp_gro_flag_mask,
                         tcp_gro_receive_close, tcp_gro_receive_flush, tcp_gro_receive_mss, tcp_gro_receive_new)
@@ -74,6 +74,7 @@ NO_CLOSE = 255
 # columns of the output table O and the slot table S inside the kernel
 O_FIRST, O_COUNT, O_PLEN, O_LEN, O_FLOR, O_MSS, O_FIXED, O_CLOSE, O_TIME = range(9)
 S_USED, S_ROW, S_AGE, S_SEQEND, S_PLEN, S_LEN, S_CNT, S_MSS, S_FLOR, S_FIXED, S_TKEY, S_JIF = range(12)
+R_NPOLL, R_AGE, R_TPREV, R_STARTED = range(4)     # the kernel's scalars between chunks (GroState.run)
 
 
 @dataclass(frozen=True)
@@ -324,36 +325,38 @@ def _hold(S, sf, bcount, O, m, b, mh, i, t, age, hz, seq, pl, base_len, cnt, gso
 
 
 @njit(cache=True, nogil=True)
-def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, window, ack, optk, hlen,
+def gro_kernel(t_ns, fkey, tkey, bucket, kind, soft, seq, plen, flags, window, ack, optk, hlen,
                netk, is_v4, ipid, df, onet, oid, pcnt, gso, base_len, encap,
                budget, gap_ns, max_size, cwr_old, ipid_df, nb, mh, flush_old, hz,
-               reason, owner, O):
+               reason, owner, O, S, sf, bcount, last_close, run, start, final):
     """Run GRO over one receive queue. Fills reason/owner per row and O per output; returns #outputs.
 
     kind (gro_rules.KIND_*): TCP for GRO, delivered at the IP layer, checksum
     failed / tunnel refused, GRO off. owner[i]: input row heading the aggregate
     row i joined. onet/oid: outer IPv4 header keys, empty when no packet has one.
+
+    The state between chunks of one stream (see :class:`GroState`): the slot table S
+    (held packets, their rows), sf, bcount, last_close (per tkey) and ``run`` (R_*: poll
+    count, age, previous arrival time, started). Rows before ``start`` are only read
+    (the members of packets held from an earlier chunk); ``final`` flushes at the end.
     """
     n = len(t_ns)
     has_outer = len(onet) > 0
-    S = np.zeros((nb * mh, 12), np.int64)
-    sf = np.zeros(nb * mh, np.uint64)
-    bcount = np.zeros(nb, np.int64)
-    last_close = np.full(max(n_tkeys, 1), NO_CLOSE, np.int64)
     m = 0
-    npoll = 0
-    age = 0
+    npoll, age, t_prev, started = run[R_NPOLL], run[R_AGE], run[R_TPREV], run[R_STARTED] != 0
     fl_mask = tcp_gro_flag_mask(cwr_old)           # a constant of the run, out of the loop
-    for i in range(n):
-        if i > 0:
+    for i in range(start, n):
+        if started:
             used = npoll >= budget
-            empty = gap_ns >= 0 and t_ns[i] - t_ns[i - 1] > gap_ns
+            empty = gap_ns >= 0 and t_ns[i] - t_prev > gap_ns
             if used or empty:                                        # GRO_END_OF_POLL
-                m = _poll_end(S, O, m, nb, mh, t_ns[i - 1], last_close, bcount, used, empty, flush_old, hz)
+                m = _poll_end(S, O, m, nb, mh, t_prev, last_close, bcount, used, empty, flush_old, hz)
                 npoll = 0
+        started = True
         npoll += 1
         owner[i] = i
         t = t_ns[i]
+        t_prev = t
         fl = np.int64(flags[i])
         pl = np.int64(plen[i])
         if kind[i] != KIND_GRO:
@@ -405,8 +408,9 @@ def gro_kernel(t_ns, fkey, tkey, n_tkeys, bucket, kind, soft, seq, plen, flags, 
         m = _hold(S, sf, bcount, O, m, b, mh, i, t, age, hz, seq[i], pl, base_len[i], pcnt[i], gso[i], tkey[i],
                   fkey[i], last_close)
         age += 1
-    if n > 0:
-        m = _poll_end(S, O, m, nb, mh, t_ns[n - 1], last_close, bcount, npoll >= budget, True, flush_old, hz)
+    if final and started:
+        m = _poll_end(S, O, m, nb, mh, t_prev, last_close, bcount, npoll >= budget, True, flush_old, hz)
+    run[R_NPOLL], run[R_AGE], run[R_TPREV], run[R_STARTED] = npoll, age, t_prev, started
     return m
 
 
@@ -490,8 +494,10 @@ def _hint(hints: GroHints | None, name: str, n: int, dtype):
     return v.astype(dtype, copy=False)
 
 
-def prepare(trace: Trace, params: GroParams, hints: GroHints | None = None) -> dict:
-    """Per-row arrays for :func:`gro_kernel` (and the checksum verdicts), in one numba pass."""
+def prepare(trace: Trace, params: GroParams, hints: GroHints | None = None, state: "GroState | None" = None) -> dict:
+    """Per-row arrays for :func:`gro_kernel` (and the checksum verdicts), in one numba pass.
+
+    ``state``: the flow ids continue those of the stream's earlier chunks."""
     n = len(trace)
     c = trace.columns
     out = {k: np.empty(n, dt) for k, dt in (
@@ -518,7 +524,12 @@ def prepare(trace: Trace, params: GroParams, hints: GroHints | None = None) -> d
                  out["th"], out["bucket"], out["kind"], out["soft"], out["netk"], out["gso"], out["pcnt"],
                  out["base_len"], out["encap"], out["_state"], out["_level"], out["_st_after"], out["_lv_after"],
                  out["_refused"], out["_pass_bytes"])
-    tkey, n_tkeys = dense_ids(out.pop("th"))
+    if state is None:
+        tkey, n_tkeys = dense_ids(out.pop("th"))
+    else:
+        tkey, state.ids, state.id_rows, n_tkeys = dense_ids_into(out.pop("th"), state.ids, state.id_rows,
+                                                                 state.n_tkeys)
+        state.n_tkeys = n_tkeys
     pb = out.pop("_pass_bytes")
     rows = np.nonzero(pb)[0]
     out.update(
@@ -531,21 +542,66 @@ def prepare(trace: Trace, params: GroParams, hints: GroHints | None = None) -> d
     return out
 
 
-KERNEL_ARGS = ("t_ns", "fkey", "tkey", "n_tkeys", "bucket", "kind", "soft", "seq", "plen", "flags", "window",
+KERNEL_ARGS = ("t_ns", "fkey", "tkey", "bucket", "kind", "soft", "seq", "plen", "flags", "window",
                "ack", "optk", "hlen", "netk", "is_v4", "ipid", "df", "onet", "oid", "pcnt", "gso", "base_len",
                "encap")
 
 
-def run_kernel(prep: dict, params: GroParams):
-    """(reasons, owner, O[:, :m]) from prepared arrays: O has one row per output field (O_*)."""
+@dataclass(eq=False)
+class GroState:
+    """What GRO carries from one chunk of a stream to the next: the held packets (slot table S,
+    their flow keys sf, per-bucket counts), why each flow's last packet left (last_close, by flow
+    id), the flow-id table, and the poll count, age, previous arrival time (``run``, R_*).
+
+    S[:, S_ROW] index the rows of the chunk being run; the caller renumbers them (``renumber``)
+    when it carries the held packets' rows into the next chunk."""
+
+    S: np.ndarray
+    sf: np.ndarray
+    bcount: np.ndarray
+    last_close: np.ndarray
+    run: np.ndarray
+    ids: np.ndarray
+    id_rows: np.ndarray
+    n_tkeys: int = 0
+
+    @classmethod
+    def new(cls, params: GroParams) -> "GroState":
+        k = params.buckets * params.max_held
+        return cls(np.zeros((k, 12), np.int64), np.zeros(k, np.uint64), np.zeros(params.buckets, np.int64),
+                   np.full(1024, NO_CLOSE, np.int64), np.zeros(4, np.int64), np.zeros(1024, np.uint64),
+                   np.full(1024, -1, np.int64))
+
+    def held_rows(self) -> np.ndarray:
+        """Rows (of the chunk just run) that head a held packet."""
+        return self.S[self.S[:, S_USED] == 1, S_ROW]
+
+    def renumber(self, new_row: np.ndarray) -> None:
+        """Held packets' head rows -> ``new_row[row]`` (their places in the next chunk)."""
+        used = self.S[:, S_USED] == 1
+        self.S[used, S_ROW] = new_row[self.S[used, S_ROW]]
+
+
+def run_kernel(prep: dict, params: GroParams, state: GroState | None = None, start: int = 0, final: bool = True,
+               owner: np.ndarray | None = None):
+    """(reasons, owner, O[:, :m]) from prepared arrays: O has one row per output field (O_*).
+
+    A stream's chunks share one ``state`` (made by ``prepare(..., state)``); rows before
+    ``start`` are the held packets' members carried over, ``owner`` giving theirs."""
     n = len(prep["t_ns"])
+    state = state or GroState.new(params)
+    if len(state.last_close) < prep["n_tkeys"]:
+        grown = np.full(max(prep["n_tkeys"], 2 * len(state.last_close)), NO_CLOSE, np.int64)
+        grown[:len(state.last_close)] = state.last_close
+        state.last_close = grown
     reason = np.zeros(n, np.uint8)
-    owner = np.zeros(n, np.int64)
+    owner = np.zeros(n, np.int64) if owner is None else owner
     O = np.empty((9, max(n, 1)), np.int64)
     gap = -1 if params.poll_gap_ns is None else int(params.poll_gap_ns)
     m = gro_kernel(*[prep[k] for k in KERNEL_ARGS], int(params.napi_budget), gap, int(params.max_size),
                    params.cwr_rule == "old", params.ipid_rule == "df-fixed", int(params.buckets),
-                   int(params.max_held), int(params.hz) >= 1000, int(params.hz), reason, owner, O)
+                   int(params.max_held), int(params.hz) >= 1000, int(params.hz), reason, owner, O,
+                   state.S, state.sf, state.bcount, state.last_close, state.run, int(start), bool(final))
     return reason, owner, O[:, :m]
 
 

@@ -107,18 +107,23 @@ def keys_kernel(ver, src, dst, src6, dst6, flow_label, sport, dport, vlan, vni, 
 
 @njit(cache=True, nogil=True)
 def dense_ids(h):
-    """Dense ids 0..k-1 for the distinct values of ``h`` (first-seen order); returns (ids, k).
+    """Dense ids 0..k-1 for the distinct values of ``h`` (first-seen order); returns (ids, k)."""
+    ids, _, _, k = dense_ids_into(h, np.zeros(1024, np.uint64), np.full(1024, -1, np.int64), 0)
+    return ids, k
+
+
+@njit(cache=True, nogil=True)
+def dense_ids_into(h, keys, vals, k):
+    """:func:`dense_ids` continuing a table (``keys``, ``vals``: a power-of-two size, ``k`` ids
+    given so far): returns (ids, keys, vals, k), the table possibly grown (chunks of one stream).
 
     Open addressing in a table kept at most half full, grown by rehashing, so
     that a few flows stay in cache whatever the trace length.
     """
     n = len(h)
-    size = 1024
+    size = len(keys)
     mask = np.uint64(size - 1)
-    keys = np.zeros(size, np.uint64)
-    vals = np.full(size, -1, np.int64)
     ids = np.empty(n, np.int64)
-    k = 0
     for i in range(n):
         j = h[i] & mask
         while True:
@@ -146,4 +151,4 @@ def dense_ids(h):
                 ids[i] = vals[j]
                 break
             j = (j + np.uint64(1)) & mask
-    return ids, k
+    return ids, keys, vals, k

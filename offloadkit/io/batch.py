@@ -68,6 +68,32 @@ class Batch:
     def records(self) -> list[Record]:
         return [self.record(i) for i in range(len(self))]
 
+    def take(self, idx) -> "Batch":
+        """Records ``idx``, their bytes copied into a (read-only) buffer of their own."""
+        idx = np.asarray(idx, np.int64)
+        cap = self.cap[idx]
+        off = np.zeros(len(idx), np.int64)
+        np.cumsum(cap[:-1], out=off[1:])
+        src = np.repeat(self.off[idx] - off, cap) + np.arange(int(cap.sum()), dtype=np.int64)
+        return Batch(_read_only(self.data[src]), off, cap, self.orig[idx], self.time_ns[idx], self.linktype[idx], self.fcs[idx],
+                     self.frame[idx])
+
+    @classmethod
+    def concat(cls, parts: list["Batch"]) -> "Batch":
+        """The records of ``parts`` in order, in one new read-only buffer (each part's span copied once)."""
+        datas, offs, pos = [], [], 0
+        for b in parts:
+            lo = int(b.off.min()) if len(b) else 0
+            hi = int((b.off + b.cap).max()) if len(b) else 0
+            datas.append(b.data[lo:hi])
+            offs.append(b.off - lo + pos)
+            pos += hi - lo
+        data = np.concatenate(datas) if datas else np.zeros(0, np.uint8)
+        return cls(_read_only(data), *(np.concatenate(a) if a else np.zeros(0, dt) for a, dt in (
+            (offs, np.int64), ([b.cap for b in parts], np.int64), ([b.orig for b in parts], np.int64),
+            ([b.time_ns for b in parts], np.int64), ([b.linktype for b in parts], np.int32),
+            ([b.fcs for b in parts], np.int32), ([b.frame for b in parts], np.int64))))
+
     @classmethod
     def of_records(cls, recs: list[Record]) -> "Batch":
         """A batch holding copies of ``recs``' bytes."""
@@ -82,6 +108,12 @@ class Batch:
                    np.fromiter((r.linktype for r in recs), np.int32, n),
                    np.fromiter((r.fcs for r in recs), np.int32, n),
                    np.fromiter((r.frame for r in recs), np.int64, n))
+
+
+def _read_only(data: np.ndarray) -> np.ndarray:
+    """Record bytes as the readers give them (read-only: the kernels are compiled for that type only)."""
+    data.flags.writeable = False
+    return data
 
 
 def _pcap_batch(raw: bytes, res: CaptureResult) -> Batch:

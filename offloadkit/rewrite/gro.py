@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import codes
 from ..engine.checksum import CsumPasses
-from ..engine.gro import O_FIRST, O_FLOR, O_TIME, GroHints, GroParams, prepare, run_kernel
+from ..engine.gro import O_FIRST, O_FLOR, O_TIME, GroHints, GroParams, GroState, prepare, run_kernel
 from ..io.batch import Batch
 from ..io.records import Record
 from ..packet.csum import fold, ip_header_checksum, pseudo_sum, verifies
@@ -208,44 +208,76 @@ def merged_record(records: list[Record], layouts: list, rows: list[int], plens, 
 
 @dataclass
 class GroRun:
-    """What :func:`gro_batch` did: the output records, a GRO reason per input record, the checksum passes."""
+    """What :func:`gro_batch` / :func:`gro_stream` did: the output records (None from a stream: they
+    went to ``write``), a GRO reason per input record and the checksum passes (rows: input record
+    index; both None from a stream), counts per reason code, records in and out, bytes summed."""
 
-    batch: Batch
-    reasons: np.ndarray
-    passes: CsumPasses
+    batch: Batch | None
+    reasons: np.ndarray | None
+    passes: CsumPasses | None
+    counts: np.ndarray
+    packets: int = 0
+    written: int = 0
+    checksum_bytes: int = 0
 
     @property
     def merged(self) -> int:
-        return int((self.reasons == codes.GRO_MERGED).sum())
+        return int(self.counts[codes.GRO_MERGED])
 
     @property
     def records(self) -> list[Record]:
         return self.batch.records()
 
     def reason_counts(self) -> dict[str, int]:
-        vals, cnt = np.unique(self.reasons, return_counts=True)
-        return {codes.GRO_REASON_NAMES[int(v)]: int(c) for v, c in zip(vals, cnt)}
+        return {codes.GRO_REASON_NAMES[v]: int(self.counts[v]) for v in np.nonzero(self.counts)[0].tolist()}
 
 
-def gro_batch(b: Batch, params: GroParams | None = None, progress=None, fast_path: bool = True) -> GroRun:
-    """The records the stack sees after GRO, in delivery order, timestamped when delivered.
+def gro_chunks(chunks, params: GroParams | None = None, fast_path: bool = True):
+    """GRO over a stream of record chunks (one receive queue): yields, per chunk, (the records
+    delivered meanwhile, the chunk's reasons, its checksum passes with stream row numbers).
 
-    Runs ``engine.gro``'s kernel on the decoded records (its output Trace is not built:
-    the records are written from the kernel's output table)."""
+    ``engine.gro.GroState`` carries the held packets from chunk to chunk; their members'
+    records are carried too (the merged record is written from them), so the output is
+    byte for byte that of one chunk holding the whole capture."""
     params = params or GroParams()
-    trace, hints, fast = batch_to_trace(b, progress, fast_path)
-    prep = prepare(trace, params, hints)
-    reasons, owner, O = run_kernel(prep, params)
-    passes = prep["_passes"]
+    state = GroState.new(params)
+    carry, carry_owner = Batch.of_records([]), np.zeros(0, np.int64)
+    base = 0
+    it = iter(chunks)
+    chunk = next(it, None)
+    while chunk is not None:
+        nxt = next(it, None)
+        b = Batch.concat([carry, chunk]) if len(carry) else chunk
+        out, reasons, passes, keep, owner = _gro_step(b, len(carry), carry_owner, state, params, nxt is None,
+                                                      fast_path)
+        yield out, reasons, CsumPasses(passes.place, passes.nbytes, passes.row + base)
+        carry, carry_owner = b.take(keep), owner
+        base += len(chunk)
+        chunk = nxt
+
+
+def _gro_step(b: Batch, start: int, carry_owner, state, params: GroParams, final: bool, fast_path: bool):
+    """One chunk ``b`` (rows before ``start``: carried members) through GRO: (output Batch, reasons of
+    the new rows, their passes (rows from 0 at ``start``), rows still held, their owners renumbered)."""
+    trace, hints, fast = batch_to_trace(b, None, fast_path)
+    prep = prepare(trace, params, hints, state)
+    owner = np.empty(len(b), np.int64)
+    owner[:start] = carry_owner
+    reasons, owner, O = run_kernel(prep, params, state, start, final, owner)
+    p = prep["_passes"]
+    new = p.row >= start
+    passes = CsumPasses(p.place[new], p.nbytes[new], p.row[new] - start)
     del prep
     n, m = len(b), O.shape[1]
     first = np.ascontiguousarray(O[O_FIRST])
-    pos = np.empty(n, np.int64)
+    pos = np.full(n, -1, np.int64)
     pos[first] = np.arange(m)
     out_row = pos[owner]
-    members = np.argsort(out_row, kind="stable")
+    held = out_row < 0                                  # members of packets still held
+    n_held = int(held.sum())
+    members = np.argsort(out_row, kind="stable")[n_held:]
     starts = np.zeros(m + 1, np.int64)
-    np.cumsum(np.bincount(out_row, minlength=m), out=starts[1:])
+    np.cumsum(np.bincount(out_row[~held] if n_held else out_row, minlength=m), out=starts[1:])
     mode = group_mode(members, starts, fast)
     c = trace.columns
     flags = c["flags"][first].astype(np.int64) | O[O_FLOR]
@@ -257,8 +289,38 @@ def gro_batch(b: Batch, params: GroParams | None = None, progress=None, fast_pat
     size = build_output(*args, np.empty(0, np.uint8), o_off, o_cap, o_orig, False)
     buf = np.empty(size, np.uint8)
     build_output(*args, buf, o_off, o_cap, o_orig, True)
-    return GroRun(Batch(buf, o_off, o_cap, o_orig, times, b.linktype[first], b.fcs[first], b.frame[first]),
-                  reasons, passes)
+    out = Batch(buf, o_off, o_cap, o_orig, times, b.linktype[first], b.fcs[first], b.frame[first])
+    keep = np.nonzero(held)[0]
+    new_row = np.full(n, -1, np.int64)
+    new_row[keep] = np.arange(len(keep))
+    state.renumber(new_row)
+    return out, reasons[start:], passes, keep, new_row[owner[keep]]
+
+
+def gro_batch(b: Batch, params: GroParams | None = None, progress=None, fast_path: bool = True) -> GroRun:
+    """The records the stack sees after GRO, in delivery order, timestamped when delivered.
+
+    Runs ``engine.gro``'s kernel on the decoded records (its output Trace is not built:
+    the records are written from the kernel's output table)."""
+    (out, reasons, passes), = gro_chunks([b], params, fast_path)
+    if progress is not None:
+        progress.update(len(b))
+    return GroRun(out, reasons, passes, np.bincount(reasons, minlength=256), len(b), len(out), passes.total_bytes())
+
+
+def gro_stream(chunks, write, params: GroParams | None = None, progress=None, fast_path: bool = True) -> GroRun:
+    """:func:`gro_batch` chunk by chunk: each chunk's output goes to ``write`` as it is made;
+    returns the totals (no records, no per-record reasons: memory follows the chunk)."""
+    total = GroRun(None, None, None, np.zeros(256, np.int64))
+    for out, reasons, passes in gro_chunks(chunks, params, fast_path):
+        write(out)
+        total.counts += np.bincount(reasons, minlength=256)
+        total.checksum_bytes += passes.total_bytes()
+        total.packets += len(reasons)
+        total.written += len(out)
+        if progress is not None:
+            progress.update(len(reasons))
+    return total
 
 
 def _side_records(b: Batch, mode, members, starts, plens, flags, times):

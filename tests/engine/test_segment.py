@@ -347,3 +347,18 @@ def test_seed_000_guest_super_packets_become_the_macvtap_pattern():
     assert set(col(fixed, "payload_len")) == {1440} and set(col(fixed, "ip_len")) == {1492}
     assert col(apply_hop(legacy, 1500, codes.ENC_PPPOE), "drop") == [codes.DROP_MTU_SILENT, 0] * len(sup)
     assert not apply_hop(fixed, 1500, codes.ENC_PPPOE).drop.any()
+
+
+def test_untouched_columns_are_the_input_rows_repeated_and_writable():
+    """segment() copies a one-value column by a fill (or calloc zeros): same values as np.repeat, writable."""
+    from offloadkit.trace import repeat_rows
+    t = Trace.from_columns(payload_len=[2896, 100, 4344], gso_size=[1448, 0, 1448], tcp_hlen=32, opt_ts=True,
+                           ip_len=[2948, 152, 4396], flags=ACK, seq=[1, 2897, 2997], tsval=[5, 6, 7], ttl=64,
+                           sack=[[1, 2] + [0] * 6, [0] * 8, [3, 4] + [0] * 6])
+    out = sg.segment(t)
+    counts = np.array([2, 1, 3])
+    for name in ("tsval", "ttl", "vni", "src_ip6", "sack", "vlan_tci", "time_ns"):
+        assert np.array_equal(out.columns[name], np.repeat(t.columns[name], counts, axis=0)), name
+        assert out.columns[name].flags.writeable and out.columns[name].dtype == t.columns[name].dtype
+    for col in (np.zeros((3, 16), np.uint8), np.full(3, -1, np.int32), np.array([1, 2, 3])):
+        assert np.array_equal(repeat_rows(col, counts, 6), np.repeat(col, counts, axis=0))

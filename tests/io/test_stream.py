@@ -66,3 +66,64 @@ def test_super_packet_chunks_are_cut_by_their_segments(monkeypatch):
     run = segment_stream(s, lambda b: parts.extend(records(b)), 536)
     whole = segment_batch(read_batch(SRC)[0], 536)
     assert parts == records(whole.records) and run.segments == whole.segments
+
+
+CAPTURES = sorted([*(ROOT / "offloadkit/data/captures").rglob("*.pcap*"), *(ROOT / "tests/data").glob("*.pcap*")])
+TUNNELS = [p for p in CAPTURES if p.parent.parent.name in ("tunnel", "vxlan") or p.name == "vxlan.pcap"]
+
+
+def gro_in_chunks(b: Batch, chunk: int, limit: int | None = None):
+    """(records written, totals) of gro_stream over ``b``'s first ``limit`` records cut every ``chunk``."""
+    from offloadkit.rewrite.gro import gro_stream
+    n = len(b) if limit is None else min(limit, len(b))
+    parts = []
+    run = gro_stream((b.slice(a, min(a + chunk, n)) for a in range(0, n, chunk)), lambda o: parts.extend(records(o)))
+    return parts, run
+
+
+@pytest.mark.parametrize("chunk,limit", [(7, 150), (1 << 16, None)])
+def test_gro_chunk_size_does_not_change_the_bytes(chunk, limit):
+    """Every shipped capture and test capture (chunks of 7: their first 150 records)."""
+    from offloadkit.rewrite.gro import gro_batch
+    assert len(CAPTURES) > 60 and len(TUNNELS) >= 6
+    for path in CAPTURES:
+        b, _ = read_batch(path)
+        b = b.slice(0, limit or len(b))
+        whole = gro_batch(b)
+        parts, run = gro_in_chunks(b, chunk)
+        assert parts == records(whole.batch), path
+        assert run.reason_counts() == whole.reason_counts() and run.checksum_bytes == whole.checksum_bytes, path
+        assert (run.packets, run.written) == (len(b), len(whole.batch))
+
+
+def test_gro_one_record_chunks_give_the_same_bytes():
+    """Chunks of one record: the first 100 records of every tunnel capture, 30 of the others."""
+    from offloadkit.rewrite.gro import gro_batch
+    merged = 0
+    for path in CAPTURES:
+        b, _ = read_batch(path)
+        limit = 100 if path in TUNNELS else 30
+        whole = gro_batch(b.slice(0, limit))
+        parts, run = gro_in_chunks(b, 1, limit)
+        assert parts == records(whole.batch), path
+        assert run.reason_counts() == whole.reason_counts(), path
+        merged += run.merged
+    assert merged > 100                            # packets held across chunk boundaries were merged
+
+
+def test_gro_state_crosses_chunks_as_one_run():
+    """The kernel's state between chunks: held packets, poll count, time and flow ids (engine level)."""
+    from offloadkit.engine.gro import GroParams, GroState, gro, prepare, run_kernel
+    from offloadkit.rewrite.gro import batch_to_trace
+    b, _ = read_batch(SRC)
+    trace, hints, _ = batch_to_trace(b)
+    params = GroParams()
+    whole = gro(trace, params, hints)
+    state = GroState.new(params)
+    prep = prepare(trace, params, hints, state)
+    reasons = []
+    for a in range(0, len(b), 50):               # every row kept: S_ROW stays a row of the whole trace
+        sub = {k: (v[:a + 50] if isinstance(v, np.ndarray) and len(v) == len(b) else v) for k, v in prep.items()}
+        r, _, _ = run_kernel(sub, params, state, a, a + 50 >= len(b), np.arange(min(a + 50, len(b))))
+        reasons.append(r[a:])
+    assert np.array_equal(np.concatenate(reasons), whole.reasons)
