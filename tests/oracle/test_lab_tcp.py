@@ -25,9 +25,10 @@ RECORDED = sorted((data_dir() / "lab").glob("tcp-*.json"))
 CASES = {**TCP, **TCP_HELD_OUT}
 #: kinds the model does not reproduce yet (see the module docstring of lab.tcp and the report)
 NOT_YET = {
-    "drop-gso": "kit ~2x the kernel's goodput and ~10x its retransmits: the kernel ends each repair with a "
+    "drop-gso": "kit ~2.3x the kernel's goodput and ~11x its retransmits: the kernel ends each repair with a "
                 "2-segment retransmission that nothing follows (36 RTOs in 8 s, 43 loss probes), the model "
-                "repairs most with loss probes (3 RTOs, ~700 probes)",
+                "repairs most with loss probes (3 RTOs, ~700 probes). 6.18's tcp_probe tracepoint: between "
+                "repairs it runs in CA at cwnd 3, ssthresh 2, one 1-MSS skb per ACK; the kit's cwnd is 2 or 4",
     "drop-gso-mtu1400": "as drop-gso",
     "no-tso-loss-1pct": "kit ~4x the kernel's goodput and retransmits: at 1 % loss the kernel's one-MSS veth "
                         "path reaches 0.5 Gb/s of the 2.6 the healthy run measured (CPU-bound, 2 shared cores)",
