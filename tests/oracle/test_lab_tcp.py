@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from offloadkit.lab import LabSettings, safety
@@ -147,3 +149,41 @@ def test_live_drop_gso_delivers_only_single_segments():
     assert max(rin) > 1448, "the sender still builds GSO super-packets"
     assert max(out) <= 1448 and r.retransmits > 0 and r.rtos > 0
     assert r.goodput_bps < 0.1 * 1e9
+
+
+def _retransmission_times_s(trace) -> np.ndarray:
+    """Seconds after the first data segment of the data flow at which a segment went out again."""
+    d = trace[(trace.direction == 0) & (trace.payload_len > 0)]
+    d = d[d.flow == np.bincount(d.flow, weights=d.payload_len).argmax()]     # iperf3's data connection
+    seen, out = set(), []
+    for t, s in zip(d.time_ns, d.seq):
+        if int(s) in seen:
+            out.append(int(t))
+        seen.add(int(s))
+    return (np.array(out) - int(d.time_ns[0])) / 1e9
+
+
+@kernel
+@needs_lab
+def test_live_backed_off_rtos_fire_on_the_timer_wheel_as_the_kits():
+    """A black hole without probing: 5 RTOs whose backed-off timers the wheel rounds up (8 ticks from
+    252 ms on, 64 from 2 s): kernel and kit space them within a granule of each other, and fire the 5th
+    after 6.32 s (the exact doubling gives 6.2 s)."""
+    from offloadkit.lab.packets import read_headers
+    from offloadkit.lab.runner import run_lab
+    s = LabSettings(bytes=None, duration_s=7, blackhole_mtu=1400, mtu_probing=0, captures=("router-in",))
+    work = Path(safety.temp_dir("captures"))
+    try:
+        lab = run_lab(s, work)
+        k = _retransmission_times_s(read_headers(lab.captures["router-in"], "router-in", lab.sender_ip)[0])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    r = simulate(scenario_for_tcp(replace(s, captures=()), 1e9, 30_000, "6.18").replace(trace_limit=10_000))
+    kit = r.retransmissions("sender")
+    kit = (kit.time_ns - r.at("sender").time_ns[0]) / 1e9
+    assert lab.rtos == r.rtos == 5 and len(k) >= 5 and len(kit) >= 5, (k, kit)
+    k, kit = k[-5:], kit[-5:]                          # the RTOs (a loss probe may come first)
+    assert 0.2 < k[0] < 0.25 and 0.2 < kit[0] < 0.25, (k, kit)
+    granule = np.array([0.008, 0.032, 0.032, 0.256]) + 0.015      # per gap: its wheel level's, + a tick and load
+    assert np.all(np.abs(np.diff(k) - np.diff(kit)) <= granule), (k, kit)
+    assert 6.32 < k[-1] <= 6.75 and 6.32 < kit[-1] <= 6.7, (k, kit)
