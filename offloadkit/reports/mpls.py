@@ -100,7 +100,8 @@ def scenario(s: dict) -> Scenario:
                 tso_retransmits=KERNEL_RULES[s["kernel"]], rack_reo_timer=False,    # RACK timer: 4.11+
                 prr_ss_una=False,                               # PRR's slow-start bound on retransmit ACKs: 4.3-5.11
                 ofo_quickack=True,                              # out-of-order data -> quick-ACK mode: < 4.18
-                tso_defer=REPORT_TSO_DEFER, loss_timers=kernel_rules(s["kernel"])["loss_timers"]),
+                tso_defer=REPORT_TSO_DEFER, loss_timers=kernel_rules(s["kernel"])["loss_timers"],
+                rto_timer=kernel_rules(s["kernel"])["rto_timer"]),
         # Not set although 4.6/4.7 have them: rack_time_based=False (4.4-4.9 RACK) and fack=True. They leave the
         # broken run unchanged (8.5 Mb/s), but the healthy 20-ms run then collapses to ~1.3 Gb/s (slow-start
         # overshoot into the 1000-packet hop queue, recovered slowly without time-based RACK), so the veth-rate

@@ -97,7 +97,8 @@ def scenario(s: dict) -> Scenario:
                 psh_on_gso=tcp_forces_psh(GUEST_KERNEL),
                 tso_retransmits=GUEST_KERNEL >= TSO_RETRANSMITS_SINCE,
                 rack_reo_timer=GUEST_KERNEL >= (4, 11),     # RACK reordering timer since 4.11
-                tso_defer=REPORT_TSO_DEFER, loss_timers=kernel_rules("%d.%d" % GUEST_KERNEL)["loss_timers"]),
+                tso_defer=REPORT_TSO_DEFER, loss_timers=kernel_rules("%d.%d" % GUEST_KERNEL)["loss_timers"],
+                rto_timer=kernel_rules("%d.%d" % GUEST_KERNEL)["rto_timer"]),
         nic=Nic(model=s["nic"], tso=tso_requires_tx_csum(s["tso"], s["tx_csum"]), gso=s["gso"], tx_csum=s["tx_csum"],
                 mtu=int(s["mtu"]), rate_bps=1_000_000_000),
         path=(Hop("ppp", rate_bps=int(rate), delay_ns=delay, mtu=int(s["path_mtu"]), icmp=s["icmp"],

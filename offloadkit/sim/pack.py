@@ -125,6 +125,7 @@ P_FROM = {
     "base_mss": lambda sc, d: sc.tcp.base_mss,
     "tso_defer": lambda sc, d: sc.tcp.tso_defer,
     "loss_timers": lambda sc, d: sc.tcp.loss_timers,
+    "rto_timer": lambda sc, d: sc.tcp.rto_timer,
 }
 
 FP_FROM = {

@@ -87,6 +87,12 @@ class Tcp:
     (``engine.tcp.jiffies``): 0 Linux < 4.13, exact, PTO max(2 srtt, 10 ms);
     1 4.13-6.6, in ticks of HZ=250 plus 2 ticks; 2 6.7+, in ticks after
     adding 2 ms. At microsecond RTTs a probe or a reordering wait costs 4-8 ms.
+    ``rto_timer``: 1 (Linux >= 4.8): the retransmission timer in ticks of
+    HZ=250 (icsk_rto = jiffies(srtt + rttvar), doubled per backoff) on the
+    non-cascading timer wheel, which rounds a timer 63+ ticks out up to 8
+    ticks, 504+ up to 64 (``engine.tcp.jiffies.timer_expiry``): the 5th
+    backed-off RTO of a 200 ms base fires ~6.3-6.6 s after the first send,
+    not 6.2; 0: exact nanoseconds.
     ``rack_reo_timer``: Linux >= 4.11 arms RACK's reordering timer, so a loss
     revealed by a SACK is repaired after RTT + min_rtt/4 without waiting for
     another ACK, a probe or the RTO; 4.4-4.10 only look at ACK arrival.
@@ -132,6 +138,7 @@ class Tcp:
     tso_retransmits: bool = True
     tso_defer: int = 3
     loss_timers: int = 2
+    rto_timer: int = 1
     rack_reo_timer: bool = True
     prr_ss_una: bool = True
     rack_time_based: bool = True
@@ -147,6 +154,9 @@ class Tcp:
         if self.loss_timers not in (0, 1, 2) or isinstance(self.loss_timers, bool):
             raise ValueError(f"loss_timers {self.loss_timers!r}: the TLP/RACK timer form is 0 (Linux < 4.13), "
                              "1 (4.13-6.6) or 2 (6.7+)")
+        if self.rto_timer not in (0, 1) or isinstance(self.rto_timer, bool):
+            raise ValueError(f"rto_timer {self.rto_timer!r}: the RTO timer form is 0 (exact) or 1 (jiffies on "
+                             "the timer wheel, Linux >= 4.8)")
         if self.tso_defer not in (0, 1, 2, 3) or isinstance(self.tso_defer, bool):
             raise ValueError(f"tso_defer {self.tso_defer!r}: the tcp_tso_should_defer form is 0 (off), "
                              "1 (Linux 4.4-4.19), 2 (4.20-6.17) or 3 (6.18)")
@@ -196,7 +206,7 @@ def kernel_rules(version: str | None = None) -> dict:
         raise ValueError(f"kernel {version!r}: give a Linux release X.Y from 4.4 to {NEWEST_KERNEL} "
                          f"(e.g. {', '.join(KERNELS[::3])})")
     return {"tso_retransmits": v >= (4, 7), "tso_defer": 3 if v >= (6, 18) else 2 if v >= (4, 20) else 1,
-            "loss_timers": 2 if v >= (6, 7) else 1 if v >= (4, 13) else 0,
+            "loss_timers": 2 if v >= (6, 7) else 1 if v >= (4, 13) else 0, "rto_timer": int(v >= (4, 8)),
             "rack_time_based": v >= (4, 10), "rack_reo_timer": v >= (4, 11),
             "fack": v <= (4, 14), "ofo_quickack": v < (4, 18), "psh_on_gso": v >= (5, 4),
             "prr_ss_una": v >= (5, 12)}

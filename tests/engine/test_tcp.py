@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from offloadkit import codes
-from offloadkit.engine.tcp.jiffies import tcp_rack_reo_expiry
+from offloadkit.engine.tcp.jiffies import RTO_TIMER_EXACT, RTO_TIMER_WHEEL, tcp_rack_reo_expiry
 from offloadkit.sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
 from offloadkit.sim.simulate import simulate
 from reference.tcp_ref import simulate_ref
@@ -268,14 +268,26 @@ def test_delayed_ack_waits_for_a_second_segment_or_the_timer():
     assert (quick.at("receiver").direction == 1).sum() >= 16          # quick-ACK mode at the start
 
 
-def test_rto_backs_off_exponentially_from_min_rto():
+@pytest.mark.parametrize("rto_timer", [RTO_TIMER_EXACT, RTO_TIMER_WHEEL])
+def test_rto_backs_off_exponentially_from_min_rto(rto_timer):
     # a black hole: every full-size packet is dropped, so only the RTO retransmits (one MSS, cwnd 1)
-    r = simulate(Scenario(tcp=Tcp(tlp=False), path=(Hop(mtu=1400, delay_ns=5 * MS),), bytes_per_flow=2 * 1448,
-                          duration_ns=20_000 * MS, trace_limit=BIG))
+    r = simulate(Scenario(tcp=Tcp(tlp=False, rto_timer=rto_timer), path=(Hop(mtu=1400, delay_ns=5 * MS),),
+                          bytes_per_flow=2 * 1448, duration_ns=20_000 * MS, trace_limit=BIG))
     t = r.retransmissions("sender").time_ns
-    assert t[0] == 10 * MS + 200 * MS                 # srtt (the handshake's 10 ms) + min RTO
-    assert np.allclose(np.diff(t)[1:] / np.diff(t)[:-1], 2.0, atol=0.01)
-    assert r.rtos == len(t)
+    rto = 10 * MS + 200 * MS                          # srtt (the handshake's 10 ms) + min RTO
+    assert r.rtos == len(t) >= 6
+    if rto_timer == RTO_TIMER_EXACT:
+        assert t[0] == rto
+        assert np.allclose(np.diff(t)[1:] / np.diff(t)[:-1], 2.0, atol=0.01)
+        return
+    # 210 ms is 53 ticks, and calc_index fires one tick after; each backed-off RTO fires on a tick no
+    # earlier than the doubled 53 ticks and at most one granule of its wheel level later (64 ticks < 2 s)
+    tick = 4 * MS
+    assert t[0] == 54 * tick
+    gaps = np.diff(t)
+    doubled = 53 * tick * 2 ** np.arange(1, len(t))
+    assert np.all(t % tick == 0) and np.all(gaps > doubled)
+    assert np.all(gaps - doubled <= np.where(doubled < 504 * tick, 8, 64) * tick + tick), (gaps - doubled) / MS
 
 
 @pytest.mark.parametrize("loss_timers", [0, 2])

@@ -19,7 +19,8 @@ from .layout import (F_CWND, F_CWND_CNT, F_MSS, F_MTUP_ON, F_PMSS, F_PROBE_MTU, 
 
 #: tcp_write_timeout's black-hole test: retransmits_timed_out(sk, sysctl_tcp_retries1 = 3, 0) waits
 #: tcp_model_timeout(3, TCP_RTO_MIN) = ((2 << 3) - 1) * 200 ms since the first retransmission
-#: (retrans_stamp is stamped after it went out), so with a 200 ms RTO it fires at the 5th RTO, ~6.2 s
+#: (retrans_stamp is stamped after it went out), so with a 200 ms RTO it fires at the 5th RTO: 6.2 s in exact
+#: time, 6.3-6.7 s on the timer wheel (``Tcp.rto_timer``; the lab's 6.18 kernel: 6.63 s)
 MTUP_BLACKHOLE_NS = 15 * 200_000_000
 TCP_PROBE_THRESHOLD = 8          # net.ipv4.tcp_probe_threshold: stop searching below 8 bytes of MTU
 TCP_MIN_SND_MSS = 48             # net.ipv4.tcp_min_snd_mss and tcp_mtu_probe_floor

@@ -25,7 +25,7 @@ from ...codes import ACK, PSH
 from ..segment import (NIC_DROP_GSO, NIC_SW_GSO, nic_chunk_size, nic_effective, segment_flags, segment_ip_id,
                        segment_payload, segments_for)
 from .congestion import cc_ssthresh, cong_avoid, hystart
-from .jiffies import JIFFY_NS, tcp_schedule_loss_probe
+from .jiffies import JIFFY_NS, inet_csk_rto_expiry, tcp_schedule_loss_probe
 from .layout import (AK_ACK, AK_N, AK_S0, AK_TSECR, CC_CUBIC, EV_HOP, EV_TIMER, FF_EPOCH, FP_CC, F_BACKOFF, F_CWND,
                      F_CWND_CNT, F_DUPACKS, F_HIGH_LOST_U, F_HIGH_SACK_U, F_HIGH_SEQ, F_HS_FOUND, F_IPID, F_LOST,
                      F_MARK_PTR, F_MAXOUT, F_MTUP_ON, F_PMSS, F_PROBE_E, F_PROBE_MTU, F_PROBE_S, F_RTX_STAMP,
@@ -36,7 +36,8 @@ from .layout import (AK_ACK, AK_N, AK_S0, AK_TSECR, CC_CUBIC, EV_HOP, EV_TIMER, 
                      G_SENT_PKTS, G_TLPS, G_WIRE_BYTES, G_WIRE_PKTS, INF, MAX_TCP_HEADER_1, PK_FLAGS, PK_FLOW,
                      PK_IPID, PK_IPLEN, PK_LEN, PK_RETX, PK_SEQ, PK_SKB_LEN, PK_SKB_SEGS, PK_TS, P_GSO, P_GSO_MAX_SEGS, P_GSO_MAX_SIZE,
                      P_MAX_RTO, P_MIN_RTO, P_NIC, P_NIC_RATE, P_PRR_UNA, P_PSH_GSO, P_RTX_TSO, P_RWND, P_SACK, P_THL,
-                     P_LOSS_TIMERS, P_TLP, P_TS, P_TSO, P_TSO_DEFER, P_UCAP, ST_LOSS, ST_OPEN, ST_RECOVERY, TK_NONE, TK_RTO, TK_TLP, UF_EVER,
+                     P_LOSS_TIMERS, P_RTO_TIMER, P_TLP, P_TS, P_TSO, P_TSO_DEFER, P_UCAP, ST_LOSS, ST_OPEN, ST_RECOVERY,
+                     TK_NONE, TK_RTO, TK_TLP, UF_EVER,
                      UF_HEAD, UF_LOST, UF_RETRANS, UF_SACKED)
 from .mtu import MTUP_BLACKHOLE_NS, TCP_PROBE_THRESHOLD, tcp_mtu_probing, tcp_mtup_probe_success, tcp_sync_mss
 from .recovery import (find_unit, in_flight, mark_lost, mark_one, prr, rack_update, recovery_state, skip_sacked,
@@ -57,14 +58,9 @@ def arm(W, f, kind, at):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _rto_eff(W, f):
-    F = W.F
-    r = F[f, F_RTO]
-    for _ in range(F[f, F_BACKOFF]):
-        r *= 2
-        if r >= W.P[P_MAX_RTO]:
-            return W.P[P_MAX_RTO]
-    return min(r, W.P[P_MAX_RTO])
+def _rto_at(W, f, now):
+    """When the RTO armed now fires (tcp_reset_xmit_timer(ICSK_TIME_RETRANS, backed-off icsk_rto))."""
+    return inet_csk_rto_expiry(W.P[P_RTO_TIMER], now, W.F[f, F_RTO], W.F[f, F_BACKOFF], W.P[P_MAX_RTO])
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -76,13 +72,13 @@ def set_timer(W, f, now):
     if out <= 0:
         F[f, F_TKIND] = TK_NONE
         return
-    rto = _rto_eff(W, f)
+    rto_at = _rto_at(W, f, now)
     if P[P_TLP] and F[f, F_STATE] == ST_OPEN and F[f, F_TLP_HIGH] < 0 and P[P_SACK]:
         at = tcp_schedule_loss_probe(P[P_LOSS_TIMERS], now, F[f, F_SRTT], out == 1, P[P_MIN_RTO])
-        if at < now + rto:
+        if at < rto_at:
             arm(W, f, TK_TLP, at)
             return
-    arm(W, f, TK_RTO, now + rto)
+    arm(W, f, TK_RTO, rto_at)
 
 
 # -- the sender ---------------------------------------------------------------
@@ -348,7 +344,7 @@ def xmit(W, f, now, push_one):
             # a retransmission larger than the current MSS (after PMTU discovery) is a GSO packet
             _emit(W, f, now, s, e - s, 1)
             if u == F[f, F_UNA_U]:
-                arm(W, f, TK_RTO, now + _rto_eff(W, f))     # the head went out again: restart the RTO
+                arm(W, f, TK_RTO, _rto_at(W, f, now))     # the head went out again: restart the RTO
             u += k
         F[f, F_RTX_HINT] = u
     # 2) new data, after an MTU probe when one is due
@@ -587,7 +583,7 @@ def on_timer(W, f, now):
                 W.G[G_RETX_PKTS] += 1
                 _emit(W, f, now, s, W.U[f, u & m, 1] - s, 1)
         F[f, F_TLP_HIGH] = F[f, F_SND_NXT]
-        arm(W, f, TK_RTO, now + _rto_eff(W, f))
+        arm(W, f, TK_RTO, _rto_at(W, f, now))
         return
     # RTO: tcp_write_timeout's black-hole detection, then tcp_enter_loss
     W.G[G_RTOS] += 1
@@ -619,7 +615,7 @@ def on_timer(W, f, now):
     W.FF[f, FF_EPOCH] = 0.0
     F[f, F_HS_FOUND] = 0                                    # bictcp_state(Loss): HyStart again
     send(W, f, now)
-    arm(W, f, TK_RTO, now + _rto_eff(W, f))
+    arm(W, f, TK_RTO, _rto_at(W, f, now))
 
 
 @njit(cache=True, nogil=True, _nrt=False)
