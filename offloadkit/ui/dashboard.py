@@ -1,4 +1,4 @@
-"""The generic live dashboard: ipywidgets controls, altair JupyterChart views.
+"""The generic live dashboard: ipywidgets controls, live Vega-Lite views (no altair import).
 
 A report dashboard is a small module that gives :class:`Dashboard` its controls,
 a ``compute(values) -> result`` function calling the library, one chart builder
@@ -7,8 +7,8 @@ per view (``result -> altair chart``) and a one-line readout.
 Contract (exercised by ``tests/test_dashboard*.py``):
 
 - ``controls``: ipywidgets keyed by name; ``charts``: one persistent
-  ``altair.JupyterChart`` per view (a :class:`~offloadkit.ui.live_chart.LiveChart`: the browser
-  redraws a change of data only without re-embedding), whose ``.chart`` is reassigned on recompute.
+  :class:`~offloadkit.ui.live_chart.LiveChart` per view (the browser redraws a change of data
+  only without re-embedding), whose ``.chart`` is reassigned on recompute, only when it changed.
 - Recomputation is synchronous, in the control's observer: once
   ``dash.controls[name].value = x`` returns, ``dash.result`` and every chart
   reflect ``x``.
@@ -32,15 +32,13 @@ import os
 from contextlib import contextmanager
 from typing import Any, Callable, Mapping
 
-import altair as alt
 import ipywidgets as W
 
 from .controls import apply_overrides, choice, control_values, int_slider, toggle
 from .live_chart import LiveChart
-from .offline import enable_offline
 from .views import VegaLite, message_chart
 
-ChartBuilder = Callable[[Any], "alt.TopLevelMixin"]
+ChartBuilder = Callable[[Any], VegaLite]
 
 
 # SVG keeps marks and text in the DOM (queryable by the browser tests, crisp for
@@ -48,9 +46,9 @@ ChartBuilder = Callable[[Any], "alt.TopLevelMixin"]
 EMBED_OPTIONS = {"renderer": "svg", "actions": False}
 
 
-def live_chart(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
-    """What to assign to ``JupyterChart.chart``: a builder's VegaLite as is; any other altair
-    chart as a VegaLite of its unvalidated dict (validation belongs in the tests, not the live loop)."""
+def live_chart(chart) -> VegaLite:
+    """What to assign to ``LiveChart.chart``: a builder's VegaLite as is; an altair chart
+    as a VegaLite of its unvalidated dict (validation belongs in the tests, not the live loop)."""
     return chart if isinstance(chart, VegaLite) else VegaLite(chart.to_dict(validate=False))
 
 
@@ -75,7 +73,6 @@ class Dashboard:
                  mss_max: Callable[[dict], int] | None = None,
                  overrides: Mapping[str, Any] | None = None,
                  description: str = "", layout: list[list[str]] | None = None):
-        enable_offline()
         self.title = title
         self.controls: dict[str, W.ValueWidget] = dict(controls)
         self._compute = compute
@@ -98,7 +95,7 @@ class Dashboard:
         self.busy.add_class("offloadkit-busy")
         self.readout = W.HTML(value="", layout=W.Layout(max_width="100%"))
         self.readout.add_class("offloadkit-readout")
-        self.charts: dict[str, alt.JupyterChart] = {
+        self.charts: dict[str, LiveChart] = {
             name: LiveChart(message_chart("no result yet"), embed_options=dict(EMBED_OPTIONS))
             for name in self.views}
         for name, chart in self.charts.items():
@@ -206,7 +203,9 @@ class Dashboard:
             return
         self.result, self.error, self.last_exception = result, None, None
         for name, chart in charts.items():
-            self.charts[name].chart = live_chart(chart)
+            chart = live_chart(chart)
+            if chart != self.charts[name].chart:
+                self.charts[name].chart = chart
         for name, text in texts.items():
             if self.text_panels[name].value != text:
                 self.text_panels[name].value = text
