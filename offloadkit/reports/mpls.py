@@ -126,7 +126,7 @@ def _simulate(sc: Scenario):
 @functools.lru_cache(maxsize=1)
 def calibrate() -> dict[str, Fit]:
     """Solve the veth data rate from the healthy throughput (fixed-point iteration on the rate)."""
-    s = settings_for(KNOBS, VARIANTS, "healthy", {})
+    s = settings_for(KNOBS, VARIANTS, "healthy", {"trace_limit": 0})   # goodput only: no traces cached
     target = float(_F.value("throughput_healthy_veth_Mbps")) * 1e6
     rate = fit_rate(lambda r: _simulate(scenario(dict(s, rate_bps=r))).goodput_bps, target,
                     target * 1538 / 1448, 2e-3, "veth-rate", " bit/s")

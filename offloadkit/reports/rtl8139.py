@@ -120,7 +120,7 @@ def _goodput_kBps(s: dict, rate_bps: float) -> float:
 @functools.lru_cache(maxsize=1)
 def calibrate() -> dict[str, Fit]:
     """Solve the access-link rate from the TSO-off throughput (fixed-point iteration on the rate)."""
-    s = settings_for(KNOBS, VARIANTS, "workaround", {})
+    s = settings_for(KNOBS, VARIANTS, "workaround", {"trace_limit": 0})   # goodput only: no traces cached
     target = float(_F.value("throughput_tso_off_kBps"))
     rate = fit_rate(lambda r: _goodput_kBps(s, r), target, target * KB * 8 * 1500 / 1440,  # payload + headers
                     1e-4, "link-rate", " KB/s")

@@ -36,6 +36,7 @@ import ipywidgets as W
 
 from .controls import apply_overrides, choice, control_values, int_slider, toggle
 from .live_chart import LiveChart
+from .svg import svgs
 from .views import VegaLite, message_chart
 
 ChartBuilder = Callable[[Any], VegaLite]
@@ -242,20 +243,18 @@ class Dashboard:
         return self._widget
 
     def chart_svgs(self) -> dict[str, str]:
-        """Every view as it is drawn now, as inline SVG (rendered by vl-convert, no browser)."""
-        import vl_convert
-        return {name: vl_convert.vegalite_to_svg(chart.chart.to_dict(validate=False))
-                for name, chart in self.charts.items()}
+        """Every view as it is drawn now, as inline SVG (vl-convert in a child process, no browser)."""
+        return svgs({name: chart.spec for name, chart in self.charts.items()})
 
     def static_html(self, charts: bool = True) -> str:
         """A kernel-free snapshot (title, message, readout, extra such as the tcpdump excerpts,
         every chart as inline SVG): what a stored notebook shows where widgets cannot render
-        (the docs site, GitHub, nbviewer without widget state). ``charts=False``: no SVGs (rendering
-        them loads vl-convert's JavaScript engine, about 60 MB in the kernel)."""
+        (the docs site, GitHub, nbviewer without widget state). ``charts=False``: no SVGs (a live
+        session needs none; rendering them starts a child process, ``ui.svg``)."""
         extra = self._static_fn(self.result) if self._static_fn and self.result is not None else ""
-        svgs = self.chart_svgs().items() if charts else ()
+        drawn = self.chart_svgs().items() if charts else ()
         charts = "".join(f"<div class='offloadkit-static-chart offloadkit-static-{html.escape(name)}' "
-                         f"style='overflow-x:auto;max-width:100%'>{svg}</div>" for name, svg in svgs)
+                         f"style='overflow-x:auto;max-width:100%'>{svg}</div>" for name, svg in drawn)
         return (f"<div class='offloadkit-static'><b>{html.escape(self.title)}</b> "
                 f"<i>(live dashboard: run the notebook to use it)</i>{self.message.value}"
                 f"{self.readout.value}{extra}{charts}</div>")

@@ -37,7 +37,7 @@ DROP_REASONS = [("EPROTONOSUPPORT (no mpls_gso module)", "EPROTONOSUPPORT"),
 
 def reference_rates() -> list[dict]:
     m, f = get(REPORT), load_facts(REPORT)
-    mbps = lambda name: m.run(name).goodput_bps / 1e6
+    mbps = lambda name: m.run(name, trace_limit=0).goodput_bps / 1e6
     tg = f.targets
     return [model_rate("MPLS, before 4.9", mbps("broken"), "Mb/s"),
             report_rate("MPLS, before 4.9", tg["throughput_broken_Mbps"].reported, "Mb/s"),
