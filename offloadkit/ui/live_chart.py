@@ -2,8 +2,10 @@
 
 A dashboard recompute mostly changes the rows of a spec's named ``datasets`` (new
 packet sizes, a new rate), not its shape. ``LiveChart`` syncs the two parts as
-separate widget traits: ``shape`` (the spec without its datasets) and ``datasets``.
-Assigning ``.chart`` sends only the part that changed, so a data-only change
+separate widget traits: ``shape`` (the spec without its datasets) and the datasets
+as one JSON text (ipywidgets walks every list and dict of a synced value looking
+for binary buffers: 600 rows of a Stevens graph cost 15-20 ms that way, a string
+nothing). Assigning ``.chart`` sends only the part that changed, so a data-only change
 carries no marks, encodings or config; in the browser each changed dataset is
 replaced through a Vega changeset (``view.change``: remove all, insert the new
 rows) and the view re-runs. A new shape re-embeds (vega-lite compile, a new SVG).
@@ -16,6 +18,8 @@ so a dashboard imports neither altair (about 50 MB resident) nor vl-convert.
 """
 from __future__ import annotations
 
+import json
+
 import anywidget
 import traitlets
 
@@ -27,7 +31,7 @@ async function render({ model, el }) {
     const stamp = (x) => JSON.stringify(x ?? null);
     const embed = async () => {
         if (api != null) { api.finalize(); api = null; }
-        const shape = model.get("shape"), datasets = model.get("datasets") ?? {};
+        const shape = model.get("shape"), datasets = JSON.parse(model.get("datasets_json") || "{}");
         shownShape = stamp(shape);
         shownData = Object.fromEntries(Object.entries(datasets).map(([k, v]) => [k, stamp(v)]));
         if (shape == null) { el.replaceChildren(); return; }
@@ -40,7 +44,7 @@ async function render({ model, el }) {
     };
     // The shape is unchanged and the dataset names are the same: changesets; otherwise re-embed.
     const update = async () => {
-        const datasets = model.get("datasets") ?? {};
+        const datasets = JSON.parse(model.get("datasets_json") || "{}");
         const names = Object.keys(datasets).sort();
         if (api == null || stamp(model.get("shape")) !== shownShape
                 || stamp(names) !== stamp(Object.keys(shownData).sort())) {
@@ -67,18 +71,25 @@ export default { render };
 """
 
 
+def _scalar(value):
+    """A numpy scalar as its Python value (what Jupyter's own JSON encoder does with it)."""
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"a chart dataset holds {type(value).__name__}, which JSON cannot carry")
+
+
 class LiveChart(anywidget.AnyWidget):
     """One persistent chart of a dashboard: assign ``.chart``; data-only changes are drawn in place."""
 
     _esm = ""   # set by enable_live() before the first instance
     shape = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
-    datasets = traitlets.Dict().tag(sync=True)
+    datasets_json = traitlets.Unicode("{}").tag(sync=True)
     embed_options = traitlets.Dict().tag(sync=True)
 
     def __init__(self, chart, embed_options: dict | None = None, **kwargs):
         enable_live()
         super().__init__(embed_options=dict(embed_options or {}), **kwargs)
-        self._chart = None
+        self._chart, self.datasets = None, {}
         self.chart = chart
 
     @property
@@ -95,7 +106,8 @@ class LiveChart(anywidget.AnyWidget):
             if spec != self.shape:
                 self.shape = spec
             if datasets != self.datasets:
-                self.datasets = datasets
+                self.datasets = datasets       # what is shown (Python side)
+                self.datasets_json = json.dumps(datasets, separators=(",", ":"), allow_nan=False, default=_scalar)
 
     @property
     def spec(self) -> dict:

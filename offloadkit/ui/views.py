@@ -286,8 +286,8 @@ def time_sequence(trace: Trace, point: str | None = None, *, max_points: int = 3
     if n > max_points:  # keep every drop and retransmission, thin out the rest
         keep = (fate != "delivered") | (idx % int(np.ceil(n / max_points)) == 0)
         idx = idx[keep][:max_points]
-    rows = [{"t_ms": float(t_ms[i]), "seq": int(rel[i]), "end": int(end[i]), "fate": str(fate[i])}
-            for i in idx]
+    rows = [{"t_ms": t, "seq": s, "end": e, "fate": f}      # tolist(): Python numbers, no per-item conversion
+            for t, s, e, f in zip(t_ms[idx].tolist(), rel[idx].tolist(), end[idx].tolist(), fate[idx].tolist())]
     return VegaLite({
         "data": {"name": "segments"}, "mark": {"type": "rule", "strokeWidth": 2},
         "encoding": {"x": channel("t_ms", "quantitative", title=f"time (ms) at {point or 'capture'}"),

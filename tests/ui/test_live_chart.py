@@ -7,6 +7,7 @@ altair nor vl-convert.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -27,7 +28,7 @@ def bars(rows, mark="bar"):
 def sent(chart):
     """The names of the synced traits each assignment changes."""
     seen = []
-    chart.observe(lambda ch: seen.append(ch["name"]), names=["shape", "datasets"])
+    chart.observe(lambda ch: seen.append(ch["name"]), names=["shape", "datasets_json"])
     return seen
 
 
@@ -40,12 +41,13 @@ def test_a_data_only_change_sends_only_the_datasets():
     chart = LiveChart(bars([{"i": 0, "v": 1}]), embed_options={"renderer": "svg"})
     seen = sent(chart)
     chart.chart = bars([{"i": 0, "v": 2}, {"i": 1, "v": 3}])
-    assert seen == ["datasets"]
-    assert chart.spec == chart.chart.to_dict() and chart.datasets == {"d": [{"i": 0, "v": 2}, {"i": 1, "v": 3}]}
+    assert seen == ["datasets_json"]
+    assert chart.spec == chart.chart.to_dict() and json.loads(chart.datasets_json) == \
+        {"d": [{"i": 0, "v": 2}, {"i": 1, "v": 3}]}
     chart.chart = bars([{"i": 0, "v": 2}, {"i": 1, "v": 3}], mark="point")     # a new shape, the same rows
-    assert seen == ["datasets", "shape"] and chart.shape["mark"] == "point"
+    assert seen == ["datasets_json", "shape"] and chart.shape["mark"] == "point"
     chart.chart = bars([{"i": 0, "v": 2}, {"i": 1, "v": 3}], mark="point")     # nothing new: nothing sent
-    assert seen == ["datasets", "shape"]
+    assert seen == ["datasets_json", "shape"]
 
 
 def test_an_altair_chart_is_accepted_and_the_schema_is_altairs():
