@@ -26,7 +26,7 @@ from .runner import LabResult, run_lab
 from .topology import LabSettings
 
 #: GRO parameters for arrivals whose time gaps mark the kernel's poll ends (``oracle.arrivals``).
-WITH_KERNEL_POLLS = GroParams(napi_budget=1_000_000, poll_gap_ns=1_000_000)
+WITH_KERNEL_POLLS = GroParams(napi_budget=1_000_000, poll_gap_ns=oracle.KERNEL_POLL_GAP_NS)
 
 
 def size_histogram(pcap, sender_ip: str | None = None, top: int = 6) -> dict:

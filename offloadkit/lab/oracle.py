@@ -77,6 +77,13 @@ def _data(t):
     return t[(t.direction == 0) & ((t.payload_len > 0) | ((t.flags & 0x03) != 0))]
 
 
+# ``gro``'s poll gap and options that end a NAPI poll exactly at the 1 s shifts :func:`arrivals` writes, and
+# nowhere else: a gap in the router's egress capture is not a poll end (under load the
+# receiver's softirq runs late and takes packets sent milliseconds apart in one poll).
+KERNEL_POLL_GAP_NS = 500_000_000
+KERNEL_POLLS_GRO_ARGS = ("--napi-budget", "1000000", "--poll-gap", f"{KERNEL_POLL_GAP_NS // 10**6}ms")
+
+
 def arrivals(pcap, out, receiver_ip: str, poll_starts: dict | None = None) -> str:
     """Copy the records of an Ethernet pcap addressed to ``receiver_ip`` to ``out``, byte
     for byte (headers and original lengths kept): what the receiver's NAPI gets. A
@@ -84,7 +91,7 @@ def arrivals(pcap, out, receiver_ip: str, poll_starts: dict | None = None) -> st
 
     ``poll_starts`` ({4-tuple: {seq, ...}}, see :func:`kernel_poll_ends`): before each
     data packet starting at one of these seqs, every later timestamp moves one second on,
-    so ``offloadkit gro --poll-gap 1ms`` ends a NAPI poll exactly there.
+    so ``offloadkit gro`` with :data:`KERNEL_POLLS_GRO_ARGS` ends a NAPI poll exactly there.
     """
     import struct as _st
     v6 = ":" in receiver_ip

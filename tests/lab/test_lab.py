@@ -174,7 +174,8 @@ def test_unprivileged_user_gets_the_refusal():
     import io
     from contextlib import redirect_stderr
     from offloadkit.cli import main
-    import offloadkit.commands.lab  # noqa: F401 - loaded before the fork
+    import offloadkit.commands.lab  # noqa: F401 - loaded before the fork, with what `lab run`
+    import offloadkit.lab.tcp  # noqa: F401 - imports lazily (numba cannot cache as nobody)
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest

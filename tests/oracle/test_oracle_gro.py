@@ -57,7 +57,7 @@ def out_dir(tmp_path_factory) -> str:
 
 # Poll ends are invisible in a capture: read them off the kernel's aggregates (those that
 # ended without PSH although the next segment fitted) and hand them to the kit as 1 s gaps.
-WITH_KERNEL_POLLS = ("--napi-budget", "1000000", "--poll-gap", "1ms")
+WITH_KERNEL_POLLS = oracle.KERNEL_POLLS_GRO_ARGS
 
 
 @functools.lru_cache(maxsize=None)

@@ -197,7 +197,7 @@ def test_ipv6_gro_equals_kernel_given_its_poll_ends(name, tmp_path):
     starts = oracle.kernel_poll_ends(c["paths"]["rcv"], c["paths"]["router-out"], c["sender_ip"])
     arrived = oracle.arrivals(c["paths"]["router-out"], tmp_path / "arrivals.pcap", c["receiver_ip"], starts)
     out = tmp_path / "gro.pcap"
-    code, err = run_verb(["gro", arrived, out, "--napi-budget", "1000000", "--poll-gap", "1ms"])
+    code, err = run_verb(["gro", arrived, out, *oracle.KERNEL_POLLS_GRO_ARGS])
     assert code == 0, err
     rep = oracle.compare_gro(out, c["paths"]["rcv"], c["paths"]["router-out"], c["sender_ip"])
     assert rep.exact and rep.coinciding >= 20, rep.summary()

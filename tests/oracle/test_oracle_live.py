@@ -55,7 +55,7 @@ def test_live_gro_consistent_with_kernel(live, name, tmp_path):
     polls = oracle.kernel_poll_ends(c["paths"]["rcv"], c["paths"]["router-out"], c["sender_ip"])
     arrived = oracle.arrivals(c["paths"]["router-out"], tmp_path / "arrivals.pcap", c["receiver_ip"], polls)
     out = tmp_path / "kit.pcap"
-    code, err = run_verb(["gro", arrived, str(out), "--napi-budget", "1000000", "--poll-gap", "1ms"])
+    code, err = run_verb(["gro", arrived, str(out), *oracle.KERNEL_POLLS_GRO_ARGS])
     assert code == 0, err
     rep = oracle.compare_gro(out, c["paths"]["rcv"], c["paths"]["router-out"], c["sender_ip"])
     assert rep.exact and rep.kernel_psh_crossings == 0, rep.summary()
