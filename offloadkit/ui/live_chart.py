@@ -62,10 +62,19 @@ async function render({ model, el }) {
         }
         if (changed) await api.view.runAsync();
     };
-    // one update per state message (a new shape and its datasets arrive together), in order
-    model.on("change", () => { queue = queue.then(update); });
-    await embed();
-    return () => { if (api != null) api.finalize(); };
+    // The first embed and one update per state message (a new shape and its datasets arrive
+    // together), strictly in order; an error is shown and does not stop the updates after it.
+    const run = (step) => {
+        queue = queue.then(step).catch((error) => {
+            el.innerHTML = '<div style="color:red;"><p>JavaScript Error: ' + error.message + '</p></div>';
+            api = null;
+        });
+        return queue;
+    };
+    const onChange = () => run(update);
+    model.on("change", onChange);
+    await run(embed);
+    return () => { model.off("change", onChange); if (api != null) api.finalize(); };
 }
 export default { render };
 """
