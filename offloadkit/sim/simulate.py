@@ -30,7 +30,7 @@ from ..engine.gro import GroParams, gro
 from ..engine.tcp.rows import OUT_COLUMNS, rows_to_columns
 from .ipv6 import as_ipv6, ipv6_partial_check
 from .pack import pack
-from .scenario import Hop, Scenario
+from .scenario import Hop, Receiver, Scenario
 from ..trace import FIELDS, Trace
 
 SENDER_IP = 0xC6120001      # 198.18.0.1
@@ -224,6 +224,18 @@ def _rows_trace(R: np.ndarray, rows: np.ndarray, points: tuple, consts: tuple) -
     return t
 
 
+def receiver_gro(rx: Trace, receiver: Receiver) -> Trace:
+    """The kernel-exact GRO (``engine.gro``) over what each NAPI poll of the loop's receiver took
+    (one poll = one timestamp), the packets' checksums correct as they left the wire."""
+    if not len(rx):
+        return rx
+    ip_c, tcp_c = csum_math.trace_checksums(rx, True)
+    params = GroParams(enabled=receiver.gro or receiver.lro, napi_budget=receiver.napi_budget, poll_gap_ns=0,
+                       max_size=receiver.gro_max_size, rx_csum=receiver.rx_csum, verify_ip_csum=False,
+                       hz=1000)                   # the loop's NAPI model flushes old packets at HZ 1000
+    return gro(rx.replace(ip_csum=ip_c, tcp_csum=tcp_c), params).out
+
+
 def assemble(sc: Scenario, W: K.World) -> Result:
     """The Result of a finished loop: every capture point's rows as one Trace, and the counters."""
     names = sc.point_names
@@ -240,15 +252,7 @@ def assemble(sc: Scenario, W: K.World) -> Result:
     rx = _rows_trace(R, order[pt == npts], points, consts)      # the hidden point: what each NAPI poll took
     if sc.ip_version == 6:
         loop_recv, rx = as_ipv6(loop_recv, SENDER_IP), as_ipv6(rx, SENDER_IP)
-    # kernel-exact GRO over what each NAPI poll took (one poll = one timestamp)
-    if len(rx):
-        ip_c, tcp_c = csum_math.trace_checksums(rx, True)
-        rx = rx.replace(ip_csum=ip_c, tcp_csum=tcp_c)
-    rxp = sc.receiver
-    params = GroParams(enabled=rxp.gro or rxp.lro, napi_budget=rxp.napi_budget, poll_gap_ns=0,
-                       max_size=rxp.gro_max_size, rx_csum=rxp.rx_csum, verify_ip_csum=False,
-                       hz=1000)                   # the loop's NAPI model flushes old packets at HZ 1000
-    recv = gro(rx, params).out if len(rx) else rx
+    recv = receiver_gro(rx, sc.receiver)
     # the receiver point mixes two sources: its ACKs and GRO's output, by time (ACKs first at equal times)
     acks = keep[k:]
     by_time = np.argsort(np.concatenate([R[acks, K.R_TIME], recv.time_ns]), kind="stable")

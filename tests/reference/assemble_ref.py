@@ -11,9 +11,9 @@ import numpy as np
 from offloadkit import codes
 from offloadkit.engine import csum_math
 from offloadkit.engine import tcp as K
-from offloadkit.engine.gro import GroParams, gro
 from offloadkit.sim.scenario import Scenario
-from offloadkit.sim.simulate import DATA_WINDOW, DPORT, RECEIVER_IP, SENDER_IP, Result, flow_constants, result_of
+from offloadkit.sim.simulate import (DATA_WINDOW, DPORT, RECEIVER_IP, SENDER_IP, Result, flow_constants, receiver_gro,
+                                     result_of)
 from offloadkit.trace import MAX_SACK_BLOCKS, Trace
 
 
@@ -94,15 +94,7 @@ def assemble(sc: Scenario, W: K.World) -> Result:
 
     loop_recv = trace_of(recv_data).with_point(names[-1])
     rx = trace_of(rx_rows)
-    # kernel-exact GRO over what each NAPI poll took (one poll = one timestamp)
-    if len(rx):
-        ip_c, tcp_c = csum_math.trace_checksums(rx, True)
-        rx = rx.replace(ip_csum=ip_c, tcp_csum=tcp_c)
-    rxp = sc.receiver
-    params = GroParams(enabled=rxp.gro or rxp.lro, napi_budget=rxp.napi_budget, poll_gap_ns=0,
-                       max_size=rxp.gro_max_size, rx_csum=rxp.rx_csum, verify_ip_csum=False,
-                       hz=1000)                   # the loop's NAPI model flushes old packets at HZ 1000
-    recv = (gro(rx, params).out if len(rx) else rx).with_point(names[-1])
+    recv = receiver_gro(rx, sc.receiver).with_point(names[-1])
     C_keep = columns_of(keep)
     others = trace_of(keep, C_keep)
     if len(others):

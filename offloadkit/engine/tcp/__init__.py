@@ -1,8 +1,9 @@
 """Event-driven TCP flows, socket to socket through the offload engine (numba).
 
-One njit event loop (``run_kernel``) over plain arrays: a binary heap of events,
-packet and ACK pools, a per-flow scoreboard ring of MSS units. Split as ns-3
-splits its TCP (TcpCongestionOps / TcpRecoveryOps), imports pointing down:
+One njit event loop (``run_kernel``) over plain arrays: a binary heap of events
+(hop events queued per hop behind it), packet and ACK pools, a per-flow
+scoreboard ring of MSS units. Split as ns-3 splits its TCP
+(TcpCongestionOps / TcpRecoveryOps), imports pointing down:
 ``loop`` -> ``sender`` -> ``recovery`` -> ``congestion`` -> ``world`` ->
 ``layout``, with ``receiver`` and ``hops`` beside the sender. Each module's
 docstring says what it models (spec §1-§3). ``offloadkit.sim`` packs a

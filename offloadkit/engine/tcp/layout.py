@@ -32,11 +32,12 @@ P_FIELDS = ("flows", "total", "end_ns", "mss", "thl", "ts", "sack", "cc", "iw", 
             "loss_timers")
 # hop table HP columns
 HP_FIELDS = ("rate", "delay", "mtu", "over", "qpkts", "qbytes", "icmp", "encap", "labels", "whole")
-# global counters G; rows recorded per capture point follow at G_RECN
+# global counters G (hn: events pending, hrows: rows of the heap array in use; pk_fresh / ak_fresh: pool
+# indices below it were never taken, world._pop_free); rows recorded per capture point follow at G_RECN
 G_FIELDS = ("hn", "seqno", "ftop", "atop", "rxh", "rxt", "napi", "nic_busy", "events", "smpn", "smp_int",
             "done_flows", "overflow", "deliv", "last_done", "retx_units", "retx_pkts", "tlps", "rtos", "recov",
             "sent_pkts", "sent_bytes", "wire_pkts", "wire_bytes", "acks", "nic_drop_pkts", "nic_drop_bytes",
-            "rx_pkts", "rx_bytes", "gro_pkts", "now", "icmps", "rectot", "nheld", "rng")
+            "rx_pkts", "rx_bytes", "gro_pkts", "now", "icmps", "rectot", "nheld", "hrows", "pk_fresh", "ak_fresh", "rng")
 # per-flow state F (int64)
 F_FIELDS = ("snd_una", "snd_nxt", "total", "una_u", "nxt_u", "mss", "cwnd", "cwnd_cnt", "ssthresh", "srtt",
             "rttvar", "min_rtt", "rto", "backoff", "state", "high_seq", "sacked", "lost", "retrans", "prr_deliv",
@@ -53,7 +54,8 @@ FP_FIELDS = ("total", "start_ns", "extra_rtt", "cc")
 FF_FIELDS = ("wmax", "epoch", "k", "origin", "west")
 # packet pool PK and ACK pool AK columns (an ACK carries up to 4 SACK blocks: 8 edges)
 # skb_segs / skb_len: on the first segment of a super-packet, its segment count and payload (0 on the others)
-PK_FIELDS = ("flow", "seq", "len", "flags", "ts", "ipid", "retx", "iplen", "skb_segs", "skb_len")
+# ev_key / ev_next: the packet's pending hop event, queued behind the heap (world.heap_push)
+PK_FIELDS = ("flow", "seq", "len", "flags", "ts", "ipid", "retx", "iplen", "skb_segs", "skb_len", "ev_key", "ev_next")
 AK_FIELDS = ("flow", "ack", "tsecr", "n", "s0")
 # recorded rows REC
 R_FIELDS = ("time", "point", "dir", "flow", "seq", "ack", "len", "flags", "gso_size", "gso_segs", "ipid", "tsval",

@@ -13,11 +13,11 @@ from numba import njit
 
 from .hops import hop_arrive
 from .layout import (AK_FLOW, EV_ACK, EV_DELACK, EV_HOP, EV_ICMP, EV_POLL, EV_REO, EV_SAMPLE, EV_START, EV_TIMER,
-                     FF_EPOCH, FF_WMAX, FP_EXTRA_RTT, FP_START_NS, FP_TOTAL, F_CWND, F_DACK_AT, F_DACK_EVT,
-                     F_DONE_NS, F_HS_END, F_IPID, F_LEN, F_MAXOUT_SEQ, F_MIN_RTT, F_MSS, F_QUICK, F_RACK_U, F_RACK_X,
-                     F_RCV_MSS, F_REO_EVT, F_RTO, F_RTTVAR, F_SRTT, F_SSTHRESH, F_TAT, F_TEVT, F_TKIND, F_TLP_HIGH,
-                     F_TOTAL, G_ATOP, G_DELIV, G_DONE_FLOWS, G_EVENTS, G_FTOP, G_HN, G_NOW, G_OVERFLOW, G_SMPN,
-                     G_SMP_INT, HEAP_SHIFT, INF, P_BASE_RTT, P_END_NS, P_FLOWS, P_IW, P_MAX_EVENTS, P_MAX_RTO,
+                     FF_EPOCH, FF_WMAX, FP_EXTRA_RTT, FP_START_NS, FP_TOTAL, F_CWND, F_DACK_AT, F_DACK_EVT, F_DONE_NS,
+                     F_HS_END, F_IPID, F_LEN, F_MAXOUT_SEQ, F_MIN_RTT, F_MSS, F_QUICK, F_RACK_U, F_RACK_X, F_RCV_MSS,
+                     F_REO_EVT, F_RTO, F_RTTVAR, F_SRTT, F_SSTHRESH, F_TAT, F_TEVT, F_TKIND, F_TLP_HIGH, F_TOTAL,
+                     G_AK_FRESH, G_ATOP, G_DELIV, G_DONE_FLOWS, G_EVENTS, G_FTOP, G_HN, G_NOW, G_OVERFLOW, G_PK_FRESH,
+                     G_SMPN, G_SMP_INT, HEAP_SHIFT, INF, P_BASE_RTT, P_END_NS, P_FLOWS, P_IW, P_MAX_EVENTS, P_MAX_RTO,
                      P_MIN_RTO, P_MSS, P_QUICK, P_SAMPLE_NS, P_TOTAL, SMP_CAP, TK_NONE)
 from .mtu import tcp_mtup_init
 from .receiver import poll, send_ack
@@ -57,12 +57,8 @@ def _init(W):
     P = W.P
     F = W.F
     G = W.G
-    for i in range(W.FREE.shape[0]):
-        W.FREE[i] = i
-    G[G_FTOP] = W.FREE.shape[0]
-    for i in range(W.AFREE.shape[0]):
-        W.AFREE[i] = i
-    G[G_ATOP] = W.AFREE.shape[0]
+    G[G_FTOP] = G[G_PK_FRESH] = W.FREE.shape[0]       # free stacks 0..n-1, written only as indices return
+    G[G_ATOP] = G[G_AK_FRESH] = W.AFREE.shape[0]
     G[G_SMP_INT] = P[P_SAMPLE_NS]
     for f in range(P[P_FLOWS]):
         base_rtt = max(P[P_BASE_RTT] + W.FP[f, FP_EXTRA_RTT], 1000)

@@ -2,7 +2,12 @@
 
 Heap keys are ``time << 20 | insertion counter``: events at the same time run
 in the order they were scheduled, so a run is deterministic (the counter
-wraps after 2**20 events, still deterministically). Random loss uses an
+wraps after 2**20 events, still deterministically). Hop events (a packet
+arriving at hop ``b``) come in key order per hop, as a FIFO link serializes
+them: only the earliest of each hop sits in the heap, the others wait in a
+list through the packet pool (``EVQ`` head/tail per hop, ``PK_EV_NEXT``), so
+the heap stays a few rows deep however many packets are queued, and events
+pop in exactly the order of one heap holding them all. Random loss uses an
 xorshift128 stream seeded from the Scenario seed. ``make_world`` allocates
 every array from the parameter vector; ``sizes`` gives the capacities the
 loop cannot outgrow. Column names: ``layout``.
@@ -15,16 +20,17 @@ import numpy as np
 from numba import njit
 
 from ...codes import ACK
-from .layout import (AK_ACK, AK_FLOW, AK_LEN_COLS, AK_N, AK_S0, AK_TSECR, FF_LEN, FP_LEN, F_LEN, G_ATOP, G_FTOP,
-                     G_HN, G_LEN, G_OVERFLOW, G_RECN, G_RECTOT, G_RNG, G_SEQNO, HEAP_SEQ_MASK, HEAP_SHIFT, HS_COLS,
-                     MAX_POINTS, N_DROP_CODES, PK_FLAGS, PK_FLOW, PK_IPID, PK_IPLEN, PK_LEN, PK_LEN_COLS, PK_RETX,
-                     PK_SEQ, PK_TS, P_AKCAP, P_FLOWS, P_HCAP, P_NHOPS, P_NPOINTS, P_OCAP, P_PKCAP, P_QCAP,
-                     P_REC_LIMIT, P_RXCAP, P_SEED, P_TS, P_UCAP, R_ACK, R_COLS, R_DIR, R_DROP, R_FLAGS, R_FLOW,
-                     R_GRO, R_GSO_SEGS, R_GSO_SIZE, R_IPID, R_IPLEN, R_LEN, R_POINT, R_RETX, R_SACK0, R_SACKN, R_SEQ,
-                     R_TIME, R_TSECR, R_TSVAL, SMP_CAP)
+from .layout import (AK_ACK, AK_FLOW, AK_LEN_COLS, AK_N, AK_S0, AK_TSECR, EV_HOP, FF_LEN, FP_LEN, F_LEN, G_AK_FRESH,
+                     G_ATOP, G_FTOP, G_HN, G_HROWS, G_LEN, G_OVERFLOW, G_PK_FRESH, G_RECN, G_RECTOT, G_RNG, G_SEQNO,
+                     HEAP_SEQ_MASK, HEAP_SHIFT, HS_COLS, MAX_POINTS, N_DROP_CODES, PK_EV_KEY, PK_EV_NEXT, PK_FLAGS,
+                     PK_FLOW, PK_IPID, PK_IPLEN, PK_LEN, PK_LEN_COLS, PK_RETX, PK_SEQ, PK_TS, P_AKCAP, P_FLOWS,
+                     P_HCAP, P_NHOPS, P_NPOINTS, P_OCAP, P_PKCAP, P_QCAP, P_REC_LIMIT, P_RXCAP, P_SEED, P_TS, P_UCAP,
+                     R_ACK, R_COLS, R_DIR, R_DROP, R_FLAGS, R_FLOW, R_GRO, R_GSO_SEGS, R_GSO_SIZE, R_IPID, R_IPLEN,
+                     R_LEN, R_POINT, R_RETX, R_SACK0, R_SACKN, R_SEQ, R_TIME, R_TSECR, R_TSVAL, SMP_CAP)
 
 
-World = namedtuple("World", "P HP HL NP FP G H PK FREE AK AFREE F FF U O REC RXQ HQ HS DROPS SM HELD")
+World = namedtuple("World", "P HP HL NP FP G H PK FREE AK AFREE F FF U O REC RXQ HQ HS DROPS SM HELD EVQ",
+                   defaults=(None,))
 
 
 # -- small building blocks ---------------------------------------------------
@@ -49,18 +55,8 @@ def ser_ns(nbytes, rate_bps):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def heap_push(W, t, kind, a, b):
-    """Schedule an event. Heap rows are (key, value): key = time << 20 | insertion counter (FIFO among
-    equal times, deterministic), value = kind | b << 4 | a << 24."""
-    H = W.H
-    G = W.G
-    n = G[G_HN]
-    if n >= H.shape[0]:
-        G[G_OVERFLOW] |= 1
-        return False
-    key = (t << HEAP_SHIFT) | (G[G_SEQNO] & HEAP_SEQ_MASK)
-    val = kind | (b << 4) | (a << 24)
-    G[G_SEQNO] += 1
+def _heap_insert(H, n, key, val):
+    """Sift (key, val) up into the binary heap of ``n`` rows."""
     i = n
     while i > 0:
         p = (i - 1) >> 1
@@ -71,19 +67,54 @@ def heap_push(W, t, kind, a, b):
         i = p
     H[i, 0] = key
     H[i, 1] = val
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def heap_push(W, t, kind, a, b):
+    """Schedule an event. Heap rows are (key, value): key = time << 20 | insertion counter (FIFO among
+    equal times, deterministic), value = kind | b << 4 | a << 24. A hop event (packet ``a`` arriving at
+    hop ``b``) not earlier than the last one queued for that hop waits in the hop's list instead."""
+    H = W.H
+    G = W.G
+    n = G[G_HN]
+    if n >= H.shape[0]:
+        G[G_OVERFLOW] |= 1
+        return False
+    key = (t << HEAP_SHIFT) | (G[G_SEQNO] & HEAP_SEQ_MASK)
+    val = kind | (b << 4) | (a << 24)
+    G[G_SEQNO] += 1
     G[G_HN] = n + 1
+    if kind == EV_HOP:
+        PK = W.PK
+        Q = W.EVQ
+        tail = Q[b, 1]
+        if tail >= 0 and key >= PK[tail, PK_EV_KEY]:
+            PK[tail, PK_EV_NEXT] = a                 # behind the hop's earlier packets
+            PK[a, PK_EV_KEY] = key
+            PK[a, PK_EV_NEXT] = -1
+            Q[b, 1] = a
+            return True
+        if tail < 0:
+            PK[a, PK_EV_KEY] = key                   # the hop's list starts with this one, in the heap
+            PK[a, PK_EV_NEXT] = -1
+            Q[b, 0] = a
+            Q[b, 1] = a
+    _heap_insert(H, G[G_HROWS], key, val)
+    G[G_HROWS] += 1
     return True
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def heap_pop(W):
-    """Remove the earliest event; returns (time, kind, a, b)."""
+    """Remove the earliest event; returns (time, kind, a, b). A hop list's head leaving the heap puts
+    the next packet of that list in."""
     H = W.H
     G = W.G
     k0 = H[0, 0]
     v0 = H[0, 1]
-    n = G[G_HN] - 1
-    G[G_HN] = n
+    n = G[G_HROWS] - 1
+    G[G_HROWS] = n
+    G[G_HN] -= 1
     if n > 0:
         lk = H[n, 0]
         lv = H[n, 1]
@@ -103,17 +134,34 @@ def heap_pop(W):
             i = c
         H[i, 0] = lk
         H[i, 1] = lv
-    return k0 >> HEAP_SHIFT, v0 & 15, v0 >> 24, (v0 >> 4) & 0xFFFFF
+    kind = v0 & 15
+    a = v0 >> 24
+    b = (v0 >> 4) & 0xFFFFF
+    if kind == EV_HOP and W.EVQ[b, 0] == a:
+        Q = W.EVQ
+        nxt = W.PK[a, PK_EV_NEXT]
+        Q[b, 0] = nxt
+        if nxt < 0:
+            Q[b, 1] = -1
+        else:
+            _heap_insert(H, G[G_HROWS], W.PK[nxt, PK_EV_KEY], EV_HOP | (b << 4) | (nxt << 24))
+            G[G_HROWS] += 1
+    return k0 >> HEAP_SHIFT, kind, a, b
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _pop_free(G, top, stack, overflow_bit):
-    """An index from the free list ``stack`` holding ``G[top]`` entries; -1 (and an overflow flag) when empty."""
+def _pop_free(G, top, fresh, stack, overflow_bit):
+    """Take an index from a free stack that starts as 0..n-1 (top n-1) without writing those n entries:
+    below ``G[fresh]`` (the lowest the top has been) entry i is i."""
     if G[top] == 0:
         G[G_OVERFLOW] |= overflow_bit
         return -1
     G[top] -= 1
-    return stack[G[top]]
+    i = G[top]
+    if i < G[fresh]:
+        G[fresh] = i
+        return i
+    return stack[i]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -124,7 +172,7 @@ def push_free(G, top, stack, idx):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def pk_alloc(W):
-    return _pop_free(W.G, G_FTOP, W.FREE, 2)
+    return _pop_free(W.G, G_FTOP, G_PK_FRESH, W.FREE, 2)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -134,7 +182,7 @@ def pk_free(W, pid):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def ak_alloc(W):
-    return _pop_free(W.G, G_ATOP, W.AFREE, 4)
+    return _pop_free(W.G, G_ATOP, G_AK_FRESH, W.AFREE, 4)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -244,7 +292,7 @@ def make_world(P: np.ndarray, HP: np.ndarray, HL: np.ndarray, NP: np.ndarray, FP
         REC=np.empty((max(rec_rows, 1), R_COLS), i64), RXQ=np.zeros(int(P[P_RXCAP]), i64),
         HQ=np.zeros((nh, int(P[P_QCAP]), 2), i64), HS=np.zeros((nh, HS_COLS), i64),
         DROPS=np.zeros((N_DROP_CODES, 2), i64), SM=np.zeros((2 + 2 * nf, SMP_CAP + 1), i64),
-        HELD=np.zeros(nf, i64),
+        HELD=np.zeros(nf, i64), EVQ=np.full((nh + 1, 2), -1, i64),
     )
 
 
@@ -269,5 +317,5 @@ def world_bytes(P: np.ndarray) -> int:
     rows = (int(P[P_HCAP]) * 2 + int(P[P_PKCAP]) * (PK_LEN_COLS + 1) + int(P[P_AKCAP]) * (AK_LEN_COLS + 1)
             + nf * (F_LEN + FF_LEN + int(P[P_UCAP]) * 5) + nf * int(P[P_OCAP]) * 3
             + max(int(P[P_REC_LIMIT]) * (npts + 1), 1) * R_COLS + int(P[P_RXCAP])
-            + nh * (int(P[P_QCAP]) * 2 + HS_COLS) + (2 + 2 * nf) * (SMP_CAP + 1) + nf * (FP_LEN + 1))
+            + nh * (int(P[P_QCAP]) * 2 + HS_COLS) + (nh + 1) * 2 + (2 + 2 * nf) * (SMP_CAP + 1) + nf * (FP_LEN + 1))
     return 8 * rows
