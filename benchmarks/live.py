@@ -19,7 +19,12 @@
    host paths), trace building (turning the loop's rows into Traces, handshakes),
    the dashboard's own compute (excerpts, readout rows), chart specs, text panels
    and widget sync (``JupyterChart.chart`` assignment and the other widgets' state).
-5. ``--browser``: slider release -> every chart updated, in Chromium (Voila serving
+5. ``--memory``: RSS of a fresh process and of a fresh Jupyter kernel that built one
+   dashboard and made 20 fresh changes (``benchmarks/live_memory.py``; ``--tree DIR``
+   measures another checkout, e.g. main, in the same run). Goals: <= 200 MB / <= 250 MB.
+6. ``--baseline DIR``: every dashboard timed as in 1 on checkout DIR (e.g. main) and on this
+   one, alternately, each in a fresh process: before/after in the same run.
+7. ``--browser``: slider release -> every chart updated, in Chromium (Voila serving
    the notebooks; ``tests/browser/latency.py``), median and p95 per notebook.
    Goals (issue 18): median <= 50 ms, p95 <= 150 ms.
 """
@@ -120,6 +125,32 @@ def first_dashboard_s(report_id: str = "intro") -> dict:
     return {"kernel_start_s": t_ready - t0, "dashboard_s": shown - t_ready, "total_s": shown - t0}
 
 
+def tree_table(tree: str, report_id: str, repeat: int, seed: int) -> dict:
+    """``time_dashboard`` in a fresh process on the checkout ``tree`` (this file's timing code)."""
+    code = (f"import sys, json; sys.path[:0] = [{tree!r}, {os.path.dirname(os.path.abspath(__file__))!r}]; "
+            f"import live; print(json.dumps(live.time_dashboard({report_id!r}, {repeat}, {seed})))")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def print_baseline(ids, baseline: str, repeat: int, seed: int) -> None:
+    """Each dashboard timed on ``baseline`` (e.g. main) and on this checkout, one after the other,
+    fresh processes, the same seeded values: before/after in the same run."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    print(f"before ({baseline}) / after ({here}), {repeat} fresh settings per control (seed {seed})")
+    for rid in ids:
+        before, after = tree_table(baseline, rid, repeat, seed), tree_table(here, rid, repeat, seed)
+        print(f"\n[{rid}]  {'control':18s} {'before median':>13s} {'p95':>7s} {'after median':>13s} {'p95':>7s}")
+        for name, b in before.items():
+            a = after.get(name, {})
+            if "median_ms" in b and "median_ms" in a:
+                print(f"         {name:18s} {b['median_ms']:10.1f} ms {b['p95_ms']:7.1f} {a['median_ms']:10.1f} ms "
+                      f"{a['p95_ms']:7.1f}")
+        (bm, bp), (am, ap) = summarize(before), summarize(after)
+        print(f"  {rid}: worst median {bm:.1f} -> {am:.1f} ms ({bm / am:.2f}x), worst p95 {bp:.1f} -> {ap:.1f} ms")
+
+
 def _child(args) -> None:
     """Run in a subprocess: print the timing table as JSON."""
     print(json.dumps({rid: time_dashboard(rid, args.repeat, args.seed) for rid in args.ids}))
@@ -144,6 +175,10 @@ def main(argv=None) -> int:
     p.add_argument("--phases-only", action="store_true", help="only the phase table")
     p.add_argument("--browser", action="store_true",
                    help="only the Chromium measurement (Voila, tests/browser/latency.py)")
+    p.add_argument("--memory", action="store_true", help="only the RSS per dashboard (fresh process, fresh kernel)")
+    p.add_argument("--tree", default=None, help="with --memory: the checkout to measure (default: this one)")
+    p.add_argument("--baseline", default=None,
+                   help="only: time every dashboard on this checkout (e.g. /work/main) and on this one, alternately")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.ids = args.ids or ui.available()
@@ -152,6 +187,13 @@ def main(argv=None) -> int:
         return 0
     from offloadkit import warmup
     warmup.main()
+    if args.baseline:
+        print_baseline(args.ids, args.baseline, args.repeat, args.seed)
+        return 0
+    if args.memory:
+        from .live_memory import print_memory
+        print_memory(args.ids, args.seed, args.tree, kernel=not args.no_kernel)
+        return 0
     if args.browser:
         from .live_browser import print_browser
         print_browser(args.ids, args.repeat, args.seed)

@@ -67,6 +67,8 @@ KNOBS = {
     "rtt_us": Knob(20.0, "round-trip time across the namespaces, microseconds", lo=1.0, hi=100_000.0),
     "duration_s": Knob(None, "simulated seconds (default: 10 broken, healthy_duration_s healthy)",
                        lo=0.001, hi=60.0),
+    "trace_limit": Knob(5000, "packets recorded per capture point (a live view records fewer)",
+                        lo=0, hi=50_000_000),
     "healthy_duration_s": Knob(0.02, "simulated seconds of a run whose GSO skbs get through (steady state)",
                                lo=0.001, hi=60.0),
 }
@@ -111,7 +113,8 @@ def scenario(s: dict) -> Scenario:
                 drop_reason=s["drop_reason"]),
         path=(Hop("ns1", rate_bps=int(rate), delay_ns=int(s["rtt_us"] * 500), mtu=1500,
                   encap=("mpls",) if s["mpls"] else ()),),
-        receiver=Receiver(gro=s["gro"]), flows=int(s["sessions"]), duration_ns=int(dur * 1e9), trace_limit=5000,
+        receiver=Receiver(gro=s["gro"]), flows=int(s["sessions"]), duration_ns=int(dur * 1e9),
+        trace_limit=int(s["trace_limit"]),
         sender_point="ns0", wire_point="ns0-out", receiver_point="netserver")
 
 
@@ -124,7 +127,7 @@ def _simulate(sc: Scenario):
 @functools.lru_cache(maxsize=1)
 def calibrate() -> dict[str, Fit]:
     """Solve the veth data rate from the healthy throughput (fixed-point iteration on the rate)."""
-    s = settings_for(KNOBS, VARIANTS, "healthy", {})
+    s = settings_for(KNOBS, VARIANTS, "healthy", {"trace_limit": 0})   # goodput only: no traces cached
     target = float(_F.value("throughput_healthy_veth_Mbps")) * 1e6
     rate = fit_rate(lambda r: _simulate(scenario(dict(s, rate_bps=r))).goodput_bps, target,
                     target * 1538 / 1448, 2e-3, "veth-rate", " bit/s")

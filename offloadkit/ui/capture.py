@@ -20,6 +20,7 @@ import numpy as np
 from ..doctor import Diagnosis, diagnose_file
 from ..resources import data_dir
 from ..trace import Trace
+from .svg import svgs
 from .views import VegaLite, message_chart, time_sequence
 
 
@@ -87,17 +88,16 @@ class CaptureReport:
                 f"{', '.join(sorted(self.diagnosis.kinds()))}>")
 
     def _repr_html_(self) -> str:
-        import vl_convert
         d = self.diagnosis
         rows = "".join(f"<li><b>{html.escape(f.severity)}</b> <code>{html.escape(f.kind)}</code>: "
                        f"{html.escape(f.message)}</li>" for f in d.findings)
         match = (f"<p><b>Matching notebook:</b> <code>{html.escape(self.match[0])}</code>: "
                  f"{html.escape(self.match[1])}.</p>" if self.match else
                  "<p>No report notebook matches these findings: the capture looks healthy.</p>")
-        svgs = "".join(f"<div style='overflow-x:auto;max-width:100%'>"
-                       f"{vl_convert.vegalite_to_svg(c.to_dict())}</div>" for c in self.charts.values())
+        drawn = "".join(f"<div style='overflow-x:auto;max-width:100%'>{svg}</div>"
+                        for svg in svgs({k: c.to_dict() for k, c in self.charts.items()}).values())
         return (f"<div class='offloadkit-capture'><h4>{html.escape(self.name)}: {d.packets} TCP packets, "
-                f"link MTU {d.mtu} ({html.escape(d.mtu_from)})</h4><ul>{rows}</ul>{match}{svgs}</div>")
+                f"link MTU {d.mtu} ({html.escape(d.mtu_from)})</h4><ul>{rows}</ul>{match}{drawn}</div>")
 
 
 def side_labels(d: Diagnosis) -> dict[int, str]:

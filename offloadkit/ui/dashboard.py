@@ -1,4 +1,4 @@
-"""The generic live dashboard: ipywidgets controls, altair JupyterChart views.
+"""The generic live dashboard: ipywidgets controls, live Vega-Lite views (no altair import).
 
 A report dashboard is a small module that gives :class:`Dashboard` its controls,
 a ``compute(values) -> result`` function calling the library, one chart builder
@@ -7,8 +7,8 @@ per view (``result -> altair chart``) and a one-line readout.
 Contract (exercised by ``tests/test_dashboard*.py``):
 
 - ``controls``: ipywidgets keyed by name; ``charts``: one persistent
-  ``altair.JupyterChart`` per view (a :class:`~offloadkit.ui.live_chart.LiveChart`: the browser
-  redraws a change of data only without re-embedding), whose ``.chart`` is reassigned on recompute.
+  :class:`~offloadkit.ui.live_chart.LiveChart` per view (the browser redraws a change of data
+  only without re-embedding), whose ``.chart`` is reassigned on recompute, only when it changed.
 - Recomputation is synchronous, in the control's observer: once
   ``dash.controls[name].value = x`` returns, ``dash.result`` and every chart
   reflect ``x``.
@@ -32,15 +32,14 @@ import os
 from contextlib import contextmanager
 from typing import Any, Callable, Mapping
 
-import altair as alt
 import ipywidgets as W
 
 from .controls import apply_overrides, choice, control_values, int_slider, toggle
 from .live_chart import LiveChart
-from .offline import enable_offline
+from .svg import svgs
 from .views import VegaLite, message_chart
 
-ChartBuilder = Callable[[Any], "alt.TopLevelMixin"]
+ChartBuilder = Callable[[Any], VegaLite]
 
 
 # SVG keeps marks and text in the DOM (queryable by the browser tests, crisp for
@@ -48,9 +47,9 @@ ChartBuilder = Callable[[Any], "alt.TopLevelMixin"]
 EMBED_OPTIONS = {"renderer": "svg", "actions": False}
 
 
-def live_chart(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
-    """What to assign to ``JupyterChart.chart``: a builder's VegaLite as is; any other altair
-    chart as a VegaLite of its unvalidated dict (validation belongs in the tests, not the live loop)."""
+def live_chart(chart) -> VegaLite:
+    """What to assign to ``LiveChart.chart``: a builder's VegaLite as is; an altair chart
+    as a VegaLite of its unvalidated dict (validation belongs in the tests, not the live loop)."""
     return chart if isinstance(chart, VegaLite) else VegaLite(chart.to_dict(validate=False))
 
 
@@ -75,7 +74,6 @@ class Dashboard:
                  mss_max: Callable[[dict], int] | None = None,
                  overrides: Mapping[str, Any] | None = None,
                  description: str = "", layout: list[list[str]] | None = None):
-        enable_offline()
         self.title = title
         self.controls: dict[str, W.ValueWidget] = dict(controls)
         self._compute = compute
@@ -98,7 +96,7 @@ class Dashboard:
         self.busy.add_class("offloadkit-busy")
         self.readout = W.HTML(value="", layout=W.Layout(max_width="100%"))
         self.readout.add_class("offloadkit-readout")
-        self.charts: dict[str, alt.JupyterChart] = {
+        self.charts: dict[str, LiveChart] = {
             name: LiveChart(message_chart("no result yet"), embed_options=dict(EMBED_OPTIONS))
             for name in self.views}
         for name, chart in self.charts.items():
@@ -206,7 +204,9 @@ class Dashboard:
             return
         self.result, self.error, self.last_exception = result, None, None
         for name, chart in charts.items():
-            self.charts[name].chart = live_chart(chart)
+            chart = live_chart(chart)
+            if chart != self.charts[name].chart:
+                self.charts[name].chart = chart
         for name, text in texts.items():
             if self.text_panels[name].value != text:
                 self.text_panels[name].value = text
@@ -243,20 +243,18 @@ class Dashboard:
         return self._widget
 
     def chart_svgs(self) -> dict[str, str]:
-        """Every view as it is drawn now, as inline SVG (rendered by vl-convert, no browser)."""
-        import vl_convert
-        return {name: vl_convert.vegalite_to_svg(chart.chart.to_dict(validate=False))
-                for name, chart in self.charts.items()}
+        """Every view as it is drawn now, as inline SVG (vl-convert in a child process, no browser)."""
+        return svgs({name: chart.spec for name, chart in self.charts.items()})
 
     def static_html(self, charts: bool = True) -> str:
         """A kernel-free snapshot (title, message, readout, extra such as the tcpdump excerpts,
         every chart as inline SVG): what a stored notebook shows where widgets cannot render
-        (the docs site, GitHub, nbviewer without widget state). ``charts=False``: no SVGs (rendering
-        them loads vl-convert's JavaScript engine, about 60 MB in the kernel)."""
+        (the docs site, GitHub, nbviewer without widget state). ``charts=False``: no SVGs (a live
+        session needs none; rendering them starts a child process, ``ui.svg``)."""
         extra = self._static_fn(self.result) if self._static_fn and self.result is not None else ""
-        svgs = self.chart_svgs().items() if charts else ()
+        drawn = self.chart_svgs().items() if charts else ()
         charts = "".join(f"<div class='offloadkit-static-chart offloadkit-static-{html.escape(name)}' "
-                         f"style='overflow-x:auto;max-width:100%'>{svg}</div>" for name, svg in svgs)
+                         f"style='overflow-x:auto;max-width:100%'>{svg}</div>" for name, svg in drawn)
         return (f"<div class='offloadkit-static'><b>{html.escape(self.title)}</b> "
                 f"<i>(live dashboard: run the notebook to use it)</i>{self.message.value}"
                 f"{self.readout.value}{extra}{charts}</div>")

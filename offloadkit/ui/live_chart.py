@@ -1,93 +1,133 @@
-"""``LiveChart``: altair's JupyterChart that redraws a data-only change without re-embedding.
+"""``LiveChart``: a Vega-Lite widget that redraws a data-only change without re-embedding, altair-free.
 
-Assigning ``JupyterChart.chart`` sends the new spec, and altair's JavaScript then
-re-embeds the whole view (vega-lite compile, vega parse, a new SVG): 50-150 ms
-in the browser per chart. Most dashboard recomputes change only the rows of
-the spec's named ``datasets`` (new packet sizes, a new rate), not its shape. So
-``LiveChart`` runs altair's own JavaScript with one change: when a new spec
-differs from the one on screen only in the values of its datasets, each changed
-dataset is replaced through a Vega changeset (``view.change``: remove all,
-insert the new rows) and the view re-runs; any other change re-embeds as before.
+A dashboard recompute mostly changes the rows of a spec's named ``datasets`` (new
+packet sizes, a new rate), not its shape. ``LiveChart`` syncs the two parts as
+separate widget traits: ``shape`` (the spec without its datasets) and the datasets
+as one JSON text (ipywidgets walks every list and dict of a synced value looking
+for binary buffers: 600 rows of a Stevens graph cost 15-20 ms that way, a string
+nothing). Assigning ``.chart`` sends only the part that changed, so a data-only change
+carries no marks, encodings or config; in the browser each changed dataset is
+replaced through a Vega changeset (``view.change``: remove all, insert the new
+rows) and the view re-runs. A new shape re-embeds (vega-lite compile, a new SVG).
 
-The Python side is unchanged: ``.chart`` is reassigned and ``spec`` is always the
-whole current spec, so a new view of the widget (a reload, a second output)
-embeds what is current. The JavaScript is bundled offline like the rest
-(``offline.bundle``).
+The widget is an anywidget with its own few lines of JavaScript around
+vega-embed (bundled offline by vl-convert, cached on disk: ``offline.bundle``),
+so a dashboard imports neither altair (about 50 MB resident) nor vl-convert.
+``.chart`` takes a :class:`~offloadkit.ui.views.VegaLite` or anything with
+``to_dict()`` (an altair chart); ``spec`` is the whole current spec.
 """
 from __future__ import annotations
 
-import altair as alt
-from altair.jupyter.jupyter_chart import load_js_src
+import json
+
+import anywidget
+import traitlets
 
 from .offline import bundle
 
-# (altair's line, what replaces it): each must occur exactly once in altair's index.js
-_PATCHES = (
-    ("    let finalize;\n",
-     "    let finalize, shownApi = null, shownSpec = null;\n"),
-    ("        if (finalize != null) {\n          finalize();\n        }\n",
-     "        if (finalize != null) {\n          finalize();\n        }\n        shownApi = null;\n"),
-    ("        finalize = api.finalize;\n",
-     "        finalize = api.finalize;\n        shownApi = api;\n"
-     "        shownSpec = structuredClone(model.get(\"spec\"));\n"),
-    ("    model.on('change:spec', reembed);\n",
-     "    const onSpec = async () => {\n"
-     "        const next = model.get(\"spec\");\n"
-     "        if (shownApi == null || shownSpec == null || next == null || !sameShape(shownSpec, next)) {\n"
-     "            await reembed();\n"
-     "            return;\n"
-     "        }\n"
-     "        const api = shownApi;\n"
-     "        for (const [name, rows] of Object.entries(next.datasets ?? {})) {\n"
-     "            if (JSON.stringify(rows) !== JSON.stringify(shownSpec.datasets[name])) {\n"
-     "                api.view.change(name, api.view.changeset().remove(() => true)"
-     ".insert(structuredClone(rows)));\n"
-     "            }\n"
-     "        }\n"
-     "        shownSpec = structuredClone(next);\n"
-     "        await api.view.runAsync();\n"
-     "    };\n"
-     "    model.on('change:spec', onSpec);\n"),
-)
-
-_SAME_SHAPE = """
-// The two specs differ at most in the rows of their named datasets (same dataset names).
-function sameShape(a, b) {
-    const da = a.datasets ?? {}, db = b.datasets ?? {};
-    const ka = Object.keys(da).sort(), kb = Object.keys(db).sort();
-    if (JSON.stringify(ka) !== JSON.stringify(kb)) return false;
-    const strip = (s) => JSON.stringify({...s, datasets: null});
-    return strip(a) === strip(b);
+JS = """
+async function render({ model, el }) {
+    let api = null, shownShape = null, shownData = null, queue = Promise.resolve();
+    const stamp = (x) => JSON.stringify(x ?? null);
+    const embed = async () => {
+        if (api != null) { api.finalize(); api = null; }
+        const shape = model.get("shape"), datasets = JSON.parse(model.get("datasets_json") || "{}");
+        shownShape = stamp(shape);
+        shownData = Object.fromEntries(Object.entries(datasets).map(([k, v]) => [k, stamp(v)]));
+        if (shape == null) { el.replaceChildren(); return; }
+        const spec = structuredClone({...shape, datasets});
+        try {
+            api = await vegaEmbed(el, spec, structuredClone(model.get("embed_options")) ?? undefined);
+        } catch (error) {
+            el.innerHTML = '<div style="color:red;"><p>JavaScript Error: ' + error.message + '</p></div>';
+        }
+    };
+    // The shape is unchanged and the dataset names are the same: changesets; otherwise re-embed.
+    const update = async () => {
+        const datasets = JSON.parse(model.get("datasets_json") || "{}");
+        const names = Object.keys(datasets).sort();
+        if (api == null || stamp(model.get("shape")) !== shownShape
+                || stamp(names) !== stamp(Object.keys(shownData).sort())) {
+            await embed();
+            return;
+        }
+        let changed = false;
+        for (const name of names) {
+            const s = stamp(datasets[name]);
+            if (s !== shownData[name]) {
+                api.view.change(name, api.view.changeset().remove(() => true).insert(structuredClone(datasets[name])));
+                shownData[name] = s;
+                changed = true;
+            }
+        }
+        if (changed) await api.view.runAsync();
+    };
+    // The first embed and one update per state message (a new shape and its datasets arrive
+    // together), strictly in order; an error is shown and does not stop the updates after it.
+    const run = (step) => {
+        queue = queue.then(step).catch((error) => {
+            el.innerHTML = '<div style="color:red;"><p>JavaScript Error: ' + error.message + '</p></div>';
+            api = null;
+        });
+        return queue;
+    };
+    const onChange = () => run(update);
+    model.on("change", onChange);
+    await run(embed);
+    return () => { model.off("change", onChange); if (api != null) api.finalize(); };
 }
+export default { render };
 """
 
 
-def live_source() -> str:
-    """altair's JupyterChart JavaScript with the data-only update path."""
-    src = load_js_src()
-    for old, new in _PATCHES:
-        if src.count(old) != 1:
-            raise RuntimeError(f"altair {alt.__version__}: its JupyterChart JavaScript changed; "
-                               f"offloadkit.ui.live_chart cannot patch {old.strip()!r}")
-        src = src.replace(old, new)
-    return src + _SAME_SHAPE
+def _scalar(value):
+    """A numpy scalar as its Python value (what Jupyter's own JSON encoder does with it)."""
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"a chart dataset holds {type(value).__name__}, which JSON cannot carry")
 
 
-class LiveChart(alt.JupyterChart):
-    """A JupyterChart whose data-only changes are drawn without re-embedding (offline JavaScript)."""
+class LiveChart(anywidget.AnyWidget):
+    """One persistent chart of a dashboard: assign ``.chart``; data-only changes are drawn in place."""
 
     _esm = ""   # set by enable_live() before the first instance
+    shape = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    datasets_json = traitlets.Unicode("{}").tag(sync=True)
+    embed_options = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, chart, **kwargs):
+    def __init__(self, chart, embed_options: dict | None = None, **kwargs):
         enable_live()
-        super().__init__(chart, **kwargs)
+        super().__init__(embed_options=dict(embed_options or {}), **kwargs)
+        self._chart, self.datasets = None, {}
+        self.chart = chart
+
+    @property
+    def chart(self):
+        """What is shown (the last assigned chart)."""
+        return self._chart
+
+    @chart.setter
+    def chart(self, chart) -> None:
+        spec = dict(chart.to_dict())
+        datasets = spec.pop("datasets", {})
+        self._chart = chart
+        with self.hold_sync():
+            if spec != self.shape:
+                self.shape = spec
+            if datasets != self.datasets:
+                self.datasets = datasets       # what is shown (Python side)
+                self.datasets_json = json.dumps(datasets, separators=(",", ":"), allow_nan=False, default=_scalar)
+
+    @property
+    def spec(self) -> dict:
+        """The whole current spec (shape and datasets)."""
+        return {**self.shape, "datasets": self.datasets} if self.datasets else dict(self.shape or {})
 
 
 def enable_live() -> None:
     """Bundle (or load from the disk cache) LiveChart's JavaScript, once per process."""
     if not LiveChart._esm:
-        LiveChart._esm = bundle(live_source(), "livechart")
-        LiveChart._is_offline = True
+        LiveChart._esm = bundle(JS, "livechart")
 
 
 def warmup() -> None:

@@ -1,27 +1,30 @@
-"""Offline JavaScript for altair's JupyterChart: no CDN, ever.
+"""Offline JavaScript for the charts (LiveChart, altair's JupyterChart): no CDN, ever.
 
-``alt.JupyterChart.enable_offline()`` bundles vega-embed through vl-convert,
-which takes 1-2 s. A bundle depends only on its source and the altair and
-vl-convert versions, so it is cached on disk (in ``__pycache__`` next to this file, or
+vl-convert bundles vega-embed with a widget's JavaScript, which takes 1-2 s. A
+bundle depends only on its source and the altair, vl-convert and Vega-Lite
+versions, so it is cached on disk (in ``__pycache__`` next to this file, or
 ``$OFFLOADKIT_CACHE_DIR``, or ``~/.cache/offloadkit``) and later kernels load it
-in milliseconds. ``python -m offloadkit.warmup`` fills the cache.
+in milliseconds, without importing altair or vl-convert (the versions come from
+the installed packages' metadata). ``python -m offloadkit.warmup`` fills the cache.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import re
+from importlib.metadata import version
 from pathlib import Path
 
-import altair as alt
+# The Vega-Lite of every spec the kit writes (altair's SCHEMA_URL; tests/ui checks they agree)
+VEGA_LITE_VERSION = "6.4.1"
+SCHEMA_URL = f"https://vega.github.io/schema/vega-lite/v{VEGA_LITE_VERSION}.json"
 
 _CDN_IMPORT = re.compile(r"""(?:from|import)\s*\(?\s*["']https?://""")
 
 
 def _cache_file(name: str, src: str) -> Path:
-    import vl_convert
-    digest = hashlib.sha256(src.encode()).hexdigest()[:12]
-    name = f"{name}-altair{alt.__version__}-vlc{vl_convert.__version__}-{digest}.js"
+    digest = hashlib.sha256(f"{VEGA_LITE_VERSION}\n{src}".encode()).hexdigest()[:12]
+    name = f"{name}-altair{version('altair')}-vlc{version('vl-convert-python')}-{digest}.js"
     candidates = []
     if os.environ.get("OFFLOADKIT_CACHE_DIR"):
         candidates.append(Path(os.environ["OFFLOADKIT_CACHE_DIR"]))
@@ -53,11 +56,10 @@ def bundle(src: str, name: str) -> str:
     if is_offline_bundle(cached):
         return cached
     import vl_convert
-    from altair.utils._importers import vl_version_for_vl_convert
     lines = src.split("\n")
     while lines and (not lines[0].strip() or lines[0].startswith(("import", "//"))):
         lines.pop(0)
-    out = vl_convert.javascript_bundle("\n".join(lines), vl_version=vl_version_for_vl_convert())
+    out = vl_convert.javascript_bundle("\n".join(lines), vl_version="v" + "_".join(VEGA_LITE_VERSION.split(".")[:2]))
     try:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(out, encoding="utf-8")
@@ -68,7 +70,8 @@ def bundle(src: str, name: str) -> str:
 
 
 def enable_offline() -> None:
-    """Make every JupyterChart load its JavaScript from the kernel, not a CDN."""
+    """Make every altair JupyterChart load its JavaScript from the kernel, not a CDN (imports altair)."""
+    import altair as alt
     if alt.JupyterChart._is_offline:
         return
     from altair.jupyter.jupyter_chart import load_js_src
@@ -77,5 +80,5 @@ def enable_offline() -> None:
 
 
 def warmup() -> None:
-    """Build the cached bundle (called by ``python -m offloadkit.warmup``)."""
+    """Build altair's cached bundle (called by ``python -m offloadkit.warmup``)."""
     enable_offline()

@@ -113,6 +113,14 @@ def sizes_text(counts: Mapping[int, int], top: int = 4) -> str:
     return text + (f" (+{len(items) - top} other sizes)" if len(items) > top else "") if items else "nothing"
 
 
+def recorded_sizes_text(res, point: str) -> str:
+    """The sizes leaving ``point`` ('1388×1440, 203×1432 B'), said to be the first ``trace_limit``
+    packets when the run's trace limit cut that point (a live view records a window)."""
+    limit = res.scenario.trace_limit
+    cut = f"the first {limit} packets recorded: " if len(res.at(point)) >= limit else ""
+    return f"{cut}{sizes_text(res.segment_sizes(point))} B"
+
+
 def size_counts(t: Trace, delivered_only: bool = True) -> dict[int, int]:
     """Payload size -> packets, data direction, at one point."""
     keep = (t.direction == 0) & (t.payload_len > 0)
@@ -185,5 +193,5 @@ def model_rate(case: str, value: float, unit_label: str, digits: int = 3) -> dic
 
 
 __all__ = ["ReportView", "excerpt", "data_window", "tcpdump_lines", "sizes_text", "size_counts", "mtu_room_note",
-           "profile_rows", "drops_text", "static_html", "rate_row", "report_rate", "model_rate", "round_text",
+           "profile_rows", "drops_text", "recorded_sizes_text", "static_html", "rate_row", "report_rate", "model_rate", "round_text",
            "format_rate", "packet_counts", "excerpt_panel"]

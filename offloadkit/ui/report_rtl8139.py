@@ -18,20 +18,21 @@ from ..sim.scenario import tso_requires_tx_csum
 from . import views
 from .controls import control
 from .dashboard import Dashboard
-from .report_common import (ReportView, drops_text, excerpt, excerpt_panel, model_rate, report_rate, sizes_text,
-                            static_html)
+from .report_common import (ReportView, drops_text, excerpt, excerpt_panel, model_rate, recorded_sizes_text,
+                            report_rate, static_html)
 from .report_views import rate_comparison
 
 REPORT = "rtl8139"
 KB = 1000.0
 STEVENS_WINDOW_MS = 800     # the time-sequence graph shows the first 0.8 s of data (the pattern repeats)
+LIVE_TRACE_LIMIT = 600      # packets recorded per point: the first 0.8 s is at most 400 at ppp
 NIC_CHOICES = [("QEMU before 7.2 (cuts at MTU)", "rtl8139-legacy"), ("QEMU 7.2 fix (honours the MSS)", "hw-tso")]
 
 
 def reference_rates() -> list[dict]:
     """The report's two measurements beside the model's runs of the same setups, and the fix."""
     m, f = get(REPORT), load_facts(REPORT)
-    kbps = lambda name: m.run(name).goodput_bps / 8 / KB
+    kbps = lambda name: m.run(name, trace_limit=0).goodput_bps / 8 / KB
     return [model_rate("TSO/GSO on, QEMU < 7.2", kbps("broken"), "KB/s"),
             report_rate("TSO/GSO on, QEMU < 7.2", f.targets["throughput_tso_on_kBps"].reported, "KB/s"),
             model_rate("TSO and GSO off", kbps("workaround"), "KB/s"),
@@ -42,7 +43,7 @@ def reference_rates() -> list[dict]:
 def compute(v: dict, refs: list[dict]) -> ReportView:
     """One recompute; ``refs``: the report's rows of the rate chart (constant, computed once per dashboard)."""
     m = get(REPORT)
-    run = m.run("broken", **v)
+    run = m.run("broken", trace_limit=LIVE_TRACE_LIMIT, **v)
     notes = []
     tso = tso_requires_tx_csum(v["tso"], v["tx_csum"])
     if v["tso"] and not v["tx_csum"]:
@@ -82,7 +83,7 @@ def first_ms(t, ms: float):
 
 def readout(r: ReportView) -> str:
     res = r.run.result
-    return (f"goodput {r.goodput_bps / 8 / KB:.0f} KB/s · macvtap: {sizes_text(res.segment_sizes('macvtap'))} B"
+    return (f"goodput {r.goodput_bps / 8 / KB:.0f} KB/s · macvtap: {recorded_sizes_text(res, 'macvtap')}"
             f" · drops: {drops_text(res.drops)} · retransmitted segments: {res.retransmits} · RTOs: {res.rtos}"
             f" · laptop stack: {res.gro_packets} packets for {res.received_packets} arrivals")
 

@@ -1,7 +1,7 @@
 """"Where does it break?": a sweep computed on demand, drawn as a heatmap.
 
 A :class:`SweepPanel` holds a Run button, a progress bar, optional toggles (fixed
-values of the sweep, e.g. TSO and GRO) and one persistent JupyterChart. Pressing
+values of the sweep, e.g. TSO and GRO) and one persistent LiveChart. Pressing
 Run calls ``offloadkit.sweep`` (on the embedded dask cluster by default) and
 redraws the heatmap of the chosen figure over the grid's two names. The
 notebooks' panels: :func:`panel` ``("intro")`` (MSS x path MTU), ``("rtl8139")``
@@ -15,13 +15,12 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-import altair as alt
 import ipywidgets as W
 
 from ..sim.scenario import Scenario
 from ..sweep import sweep
 from .dashboard import EMBED_OPTIONS, Dashboard, live_chart, toggle
-from .offline import enable_offline
+from .live_chart import LiveChart
 from .views import VegaLite, message_chart
 
 
@@ -76,7 +75,6 @@ class SweepPanel:
     def __init__(self, title: str, base, grid: Mapping[str, Sequence], x: str, y: str, measure: Measure, *,
                  toggles: Mapping[str, W.Checkbox] | None = None, scheduler=None, x_title: str | None = None,
                  y_title: str | None = None, tips: Sequence[str] = (), description: str = ""):
-        enable_offline()
         self.title, self.base, self.grid = title, base, dict(grid)
         self.x, self.y, self.measure, self.tips = x, y, measure, tuple(tips)
         self.x_title, self.y_title = x_title, y_title
@@ -91,8 +89,7 @@ class SweepPanel:
                                       layout=W.Layout(width="320px"))
         self.status = W.HTML(value=f"{n} points; press <b>Run sweep</b> to compute them.")
         self.status.add_class("offloadkit-sweep-status")
-        self.chart = alt.JupyterChart(message_chart("not computed yet: press Run sweep"),
-                                      embed_options=dict(EMBED_OPTIONS))
+        self.chart = LiveChart(message_chart("not computed yet: press Run sweep"), embed_options=dict(EMBED_OPTIONS))
         self.chart.add_class("offloadkit-sweep-chart")
         self.button.on_click(lambda _b: self.run())
         self._description = description

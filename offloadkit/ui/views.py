@@ -2,7 +2,7 @@
 
 Every builder is a pure function (no widgets), tested on its own and reused by
 every report dashboard. Builders write the Vega-Lite dict directly and wrap it
-in :class:`VegaLite` (an ``altair.Chart``): building the same chart through
+in :class:`VegaLite` (no altair import): building the same chart through
 altair's object API costs 50-150 ms per recompute (deep copies and schema
 validation), more than the whole live budget. ``tests/test_dashboard_views.py``
 validates every builder's output against the Vega-Lite schema instead.
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-import altair as alt
 import numpy as np
 
 from ..codes import DROP_NAMES, PASS_NAMES
 from ..reports.table import format_rate
 from ..trace import Trace
+from .offline import SCHEMA_URL
 
 MONO = "DejaVu Sans Mono, Menlo, Consolas, monospace"
 # One colour-blind-safe palette (Okabe & Ito), one meaning per colour, in every notebook.
@@ -33,18 +33,21 @@ PALETTE = {"delivered": "#0072B2",        # blue: a packet that got through
 FATE_COLORS = PALETTE
 
 
-class VegaLite(alt.Chart):
-    """A finished Vega-Lite spec as an altair chart: displayable anywhere altair is,
-    assignable to ``JupyterChart.chart``; ``to_dict()`` returns the spec as is."""
+class VegaLite:
+    """A finished Vega-Lite spec: assignable to ``LiveChart.chart``; ``to_dict()`` returns the spec as is.
+    Displayed on its own (a notebook cell), it is drawn by altair (imported then, not before)."""
 
     def __init__(self, spec: dict):
-        super().__init__()
-        object.__setattr__(self, "_spec", {"$schema": alt.SCHEMA_URL, **spec})
+        self._spec = {"$schema": SCHEMA_URL, **spec}
 
     def to_dict(self, *args, **kwargs) -> dict:
         return self._spec
 
-    def __eq__(self, other) -> bool:  # traitlets skips an assignment equal to the current value
+    def _repr_mimebundle_(self, *args, **kwargs):
+        import altair as alt       # altair's renderer: whatever the notebook enabled
+        return alt.renderers.get()(self._spec)
+
+    def __eq__(self, other) -> bool:
         return isinstance(other, VegaLite) and self._spec == other._spec
 
     __hash__ = None
@@ -283,8 +286,8 @@ def time_sequence(trace: Trace, point: str | None = None, *, max_points: int = 3
     if n > max_points:  # keep every drop and retransmission, thin out the rest
         keep = (fate != "delivered") | (idx % int(np.ceil(n / max_points)) == 0)
         idx = idx[keep][:max_points]
-    rows = [{"t_ms": float(t_ms[i]), "seq": int(rel[i]), "end": int(end[i]), "fate": str(fate[i])}
-            for i in idx]
+    rows = [{"t_ms": t, "seq": s, "end": e, "fate": f}      # tolist(): Python numbers, no per-item conversion
+            for t, s, e, f in zip(t_ms[idx].tolist(), rel[idx].tolist(), end[idx].tolist(), fate[idx].tolist())]
     return VegaLite({
         "data": {"name": "segments"}, "mark": {"type": "rule", "strokeWidth": 2},
         "encoding": {"x": channel("t_ms", "quantitative", title=f"time (ms) at {point or 'capture'}"),

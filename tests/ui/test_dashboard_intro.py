@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import html
 
-import altair as alt
 import pytest
 
 from offloadkit import ui
 from offloadkit.sim.one_packet import one_packet
 from offloadkit.ui import intro
+from offloadkit.ui.live_chart import LiveChart
 
 from dashboard_helpers import spec_rows
 
@@ -41,7 +41,7 @@ def test_contract(dash):
     assert set(dash.controls) == {"mss", "mtu", "gro", "tx_csum", "rx_csum", "tso", "nic", "encap", "payload",
                                   "ip_version"}
     assert set(dash.charts) == {"sizes", "checksum"} and set(dash.text_panels) == {"trace"}
-    assert all(isinstance(c, alt.JupyterChart) for c in dash.charts.values())
+    assert all(isinstance(c, LiveChart) for c in dash.charts.values())
     assert dash.error is None and dash.result.sizes("wire") == [1448, 1432]
     same_as_library(dash)
 

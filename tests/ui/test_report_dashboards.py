@@ -14,6 +14,7 @@ from altair.utils.schemapi import validate_jsonschema
 
 from offloadkit import reports, ui
 from offloadkit.reports import load_facts
+from offloadkit.ui.live_chart import LiveChart
 
 from dashboard_helpers import spec_rows
 
@@ -69,7 +70,7 @@ def test_registered_with_one_control_per_preset_knob(report_id):
             for _, value in ctl.options:
                 knobs[name].check(name, value)
     assert d.error is None, d.error
-    assert all(isinstance(c, alt.JupyterChart) for c in d.charts.values())
+    assert all(isinstance(c, LiveChart) for c in d.charts.values())
     assert {"sizes", "throughput"} <= set(d.charts) and set(d.text_panels) == {"trace"}
     assert ("stevens" in d.charts) == (report_id in ("rtl8139", "mpls"))
     assert ("cpu" in d.charts) == (report_id in ("vxlan", "splice", "vlan-nat"))
