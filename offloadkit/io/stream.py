@@ -26,7 +26,9 @@ CHUNK = 1 << 16          # records per chunk
 
 
 def _open(path):
-    if str(path) == STDIO:
+    if isinstance(path, (bytes, bytearray, memoryview)):     # an upload: the capture's bytes
+        f = io.BytesIO(bytes(path))
+    elif str(path) == STDIO:
         f = sys.stdin.buffer
     else:
         try:
@@ -92,7 +94,8 @@ class PcapStream:
 
 
 def open_pcap_stream(path, chunk: int = CHUNK):
-    """(a :class:`PcapStream`, None) for a classic pcap (plain or gzip, ``-`` for stdin); else
+    """(a :class:`PcapStream`, None) for a classic pcap (plain or gzip, ``-`` for stdin, or its
+    bytes); else
     (None, what ``read_batch`` reads: the path, or the bytes stdin gave).
 
     Raises ValueError naming the file when it cannot be opened."""
