@@ -1,7 +1,7 @@
 """The doctor's capture reader: records decoded chunk by chunk as they are read.
 
-A classic pcap (plain, gzip or stdin) is read block by block (``io.stream``), a
-pcapng walked in one pass and decoded in chunks; each chunk is decoded by
+A classic pcap or a pcapng (plain, gzip or stdin) is read block by block
+(``io.stream``) and decoded in chunks; each chunk is decoded by
 ``io.capture.decode_arrays`` (the numba decoder, ``packet.decode`` for the rest)
 and numbered into flows (``io.flows.FlowNumbering``). Of each chunk only the
 columns the checks read are kept (``columns``), so neither the file's bytes nor
@@ -13,21 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..io import pcapng
-from ..io.batch import Batch
 from ..io.capture import decode_arrays, read_capture
 from ..io.flows import FlowNumbering
-from ..io.records import CaptureResult, Stats, read_input
+from ..io.records import CaptureResult, Stats
 from ..io.stream import CHUNK, open_pcap_stream
 from ..trace import Trace
 
 FLOW_COLUMNS = ("flow", "direction")   # set from the whole capture, not per chunk
-
-
-def _pcapng_chunks(raw: bytes, res: CaptureResult, stats: Stats, chunk: int):
-    b = Batch(*pcapng.packet_arrays(raw, res, stats))
-    for a in range(0, len(b), chunk):
-        yield b.slice(a, a + chunk)
 
 
 def read_columns(path, columns: tuple[str, ...] | None = None, progress=None,
@@ -39,17 +31,12 @@ def read_columns(path, columns: tuple[str, ...] | None = None, progress=None,
     column, in capture order. progress: told the packets of each chunk (``update(n)``); chunk:
     records decoded at a time.
     Raises ValueError only when the file cannot be opened."""
-    stream, other = open_pcap_stream(path, chunk)
+    stream, other = open_pcap_stream(path, chunk, pcapng=True)
     stats = Stats()
-    if stream is not None:
-        res, chunks = stream.result, stream
-    else:
-        raw, _ = read_input(other)
-        if raw[:4] != pcapng.MAGIC:
-            res = read_capture(other)          # not a capture: its messages as read_capture words them
-            return _kept(res.trace, columns), res
-        res = CaptureResult(None)
-        chunks = _pcapng_chunks(raw, res, stats, chunk)
+    if stream is None:
+        res = read_capture(other)              # not a capture: its messages as read_capture words them
+        return _kept(res.trace, columns), res
+    res, chunks = stream.result, stream
     numbering = FlowNumbering()
     parts: list[dict] = []
     flows, sides = [], []
@@ -67,9 +54,9 @@ def read_columns(path, columns: tuple[str, ...] | None = None, progress=None,
         parts.append(part)
         if progress is not None:
             progress.update(len(t))
-    if stream is None and res.error:
-        res.messages.append(res.error)
-    res.messages = stats.notes() + res.messages
+    for reason, k in getattr(stream, "stats", Stats()).skipped.items():   # the pcapng walker's notes
+        stats.skip(reason, k)
+    res.messages = stats.notes() + ([res.error] if res.error else [])
     if not parts:
         trace = Trace.empty()
     else:

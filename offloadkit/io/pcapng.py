@@ -161,25 +161,33 @@ def _u32(d, o, big):
 
 
 @njit(cache=True)
-def walk_blocks(d, idb_pos, idb_big, idb_first, p_off, p_cap, p_orig, p_iface, p_ts, p_has_ts, p_frame):
+def walk_blocks(d, st, idb_pos, idb_big, idb_first, p_off, p_cap, p_orig, p_iface, p_ts, p_has_ts, p_frame):
     """Walk a pcapng's blocks: (packets, frames, idbs, malformed, bad_iface, error code, error offset,
-    value, value2).
+    value, value2, big, base, snap0).
 
-    Fills per packet (EPB/PB/SPB on a described interface): data offset, captured and original
-    length, global interface number (IDBs counted over all sections), raw timestamp."""
+    ``st``: the state the walk starts from (a piece of a file continues the walk of the pieces
+    before it): [big-endian section, interfaces so far, the section's first interface, its snaplen,
+    frames so far]; the returned big, base and snap0 (with idbs and frames) are the state at the
+    returned offset. Fills per packet (EPB/PB/SPB on a described interface): data offset, captured
+    and original length, global interface number (IDBs counted over all sections), raw timestamp;
+    per new interface (indexed from ``st[1]``): its block's offset, byte order, whether it is its
+    section's first."""
     size = d.size
     pos = 0
-    big = False
-    nidb = 0
-    base = 0          # global number of the section's first interface
-    snap0 = 0         # the section's first interface's snaplen
+    big = st[0] != 0
+    nidb0 = st[1]
+    nidb = nidb0
+    base = st[2]      # global number of the section's first interface
+    snap0 = st[3]     # the section's first interface's snaplen
     n = 0
-    frame = 0
+    frame = st[4]
     malformed = 0
     bad = 0
+    err, val, val2 = W_OK, 0, 0
     while pos < size:
         if pos + 12 > size:
-            return n, frame, nidb, malformed, bad, W_SHORT_HEADER, pos, 0, 0
+            err = W_SHORT_HEADER
+            break
         btype = _u32(d, pos, big)
         if btype == SHB:
             b0, b1, b2, b3 = d[pos + 8], d[pos + 9], d[pos + 10], d[pos + 11]
@@ -188,28 +196,34 @@ def walk_blocks(d, idb_pos, idb_big, idb_first, p_off, p_cap, p_orig, p_iface, p
             elif b0 == 0x1A and b1 == 0x2B and b2 == 0x3C and b3 == 0x4D:
                 big = True
             else:
-                return n, frame, nidb, malformed, bad, W_NO_BOM, pos, 0, 0
+                err = W_NO_BOM
+                break
             base = nidb
             snap0 = 0
         blen = _u32(d, pos + 4, big)
         if blen < 12 or blen % 4:
-            return n, frame, nidb, malformed, bad, W_BAD_LEN, pos, blen, 0
+            err, val = W_BAD_LEN, blen
+            break
         if pos + blen > size:
-            return n, frame, nidb, malformed, bad, W_CUT_BLOCK, pos, blen, 0
+            err, val = W_CUT_BLOCK, blen
+            break
         if _u32(d, pos + blen - 4, big) != blen:
-            return n, frame, nidb, malformed, bad, W_MISMATCH, pos, blen, 0
+            err, val = W_MISMATCH, blen
+            break
         body = pos + 8
         blen_body = blen - 12
         if btype == SHB:
             if blen_body < 16:
-                return n, frame, nidb, malformed, bad, W_SHORT_SHB, pos, 0, 0
+                err = W_SHORT_SHB
+                break
         elif btype == IDB:
             if blen_body < 8:
-                return n, frame, nidb, malformed, bad, W_SHORT_IDB, pos, 0, 0
-            if nidb < len(idb_pos):
-                idb_pos[nidb] = pos
-                idb_big[nidb] = big
-                idb_first[nidb] = nidb == base
+                err = W_SHORT_IDB
+                break
+            if nidb - nidb0 < len(idb_pos):
+                idb_pos[nidb - nidb0] = pos
+                idb_big[nidb - nidb0] = big
+                idb_first[nidb - nidb0] = nidb == base
             if nidb == base:
                 snap0 = _u32(d, body + 4, big)
             nidb += 1
@@ -238,7 +252,9 @@ def walk_blocks(d, idb_pos, idb_big, idb_first, p_off, p_cap, p_orig, p_iface, p
                 hi, lo = _u32(d, body + 4, big), _u32(d, body + 8, big)
                 cap, orig = _u32(d, body + 12, big), _u32(d, body + 16, big)
                 if cap > blen_body - 20:
-                    return n, frame - 1, nidb, malformed, bad, W_BAD_CAP, pos, cap, blen_body - 20
+                    frame -= 1
+                    err, val, val2 = W_BAD_CAP, cap, blen_body - 20
+                    break
                 start, ts, has = body + 20, (hi << 32) | lo, True
             if iface >= nidb - base:
                 bad += 1
@@ -253,7 +269,7 @@ def walk_blocks(d, idb_pos, idb_big, idb_first, p_off, p_cap, p_orig, p_iface, p
                     p_frame[n] = frame
                 n += 1
         pos += blen
-    return n, frame, nidb, malformed, bad, W_OK, pos, 0, 0
+    return n, frame, nidb, malformed, bad, err, pos, val, val2, big, base, snap0
 
 
 def walk_error_text(code: int, pos: int, value: int, held: int, frame: int) -> str:
@@ -270,39 +286,76 @@ def walk_error_text(code: int, pos: int, value: int, held: int, frame: int) -> s
     return f"{text}; {frame} packets were read before it."
 
 
+class BlockWalk:
+    """A pcapng walked piece by piece (or whole, as one final piece): the walker's state between
+    pieces (section byte order, interfaces, frames) and ``res`` filled as :func:`records` fills it."""
+
+    def __init__(self, res: CaptureResult, stats: Stats):
+        self.res, self.stats = res, stats
+        self.st = np.zeros(5, np.int64)   # big-endian, interfaces, section's first interface, its snaplen, frames
+        self.ifaces: list[list[int]] = []
+        self.malformed = self.bad = 0
+        self.error: str | None = None
+        res.format = "pcapng"
+
+    @property
+    def frames(self) -> int:
+        return int(self.st[4])
+
+    def walk(self, data: bytes, base: int, final: bool):
+        """The packets of ``data``'s complete blocks (``data`` starts at file offset ``base`` with a
+        block): ((uint8 data, offset, captured, original, time_ns, linktype, fcs, frame), end). ``end``:
+        the offset in ``data`` of the first block not walked, a block cut by the piece's end when
+        ``final`` is False; else the damage, whose sentence is then in ``error``."""
+        d = np.frombuffer(data, np.uint8)
+        e64, eb = np.empty(0, np.int64), np.empty(0, np.bool_)
+        st = self.st
+        n, _, nidb, *_ = walk_blocks(d, st, e64, eb, eb, e64, e64, e64, e64, e64, eb, e64)
+        new = nidb - int(st[1])
+        idb_pos, idb_big, idb_first = np.empty(new, np.int64), np.empty(new, np.bool_), np.empty(new, np.bool_)
+        off, cap, orig, iface, ts, frames = (np.empty(n, np.int64) for _ in range(6))
+        has = np.empty(n, np.bool_)
+        n, frame, nidb, malformed, bad, err, pos, val, held, big, sbase, snap0 = walk_blocks(
+            d, st, idb_pos, idb_big, idb_first, off, cap, orig, iface, ts, has, frames)
+        self.st = np.array([big, nidb, sbase, snap0, frame], np.int64)
+        self.malformed += malformed
+        self.bad += bad
+        res = self.res
+        for p, be, first in zip(idb_pos.tolist(), idb_big.tolist(), idb_first.tolist()):
+            endian = ">" if be else "<"
+            blen = struct.unpack(endian + "I", data[p + 4:p + 8])[0]
+            f = _interface(data[p + 8:p + blen - 4], endian)
+            self.ifaces.append(f)
+            res.linktypes.append(f[0])
+            res.fcs.append(f[4])
+            if first and f[1]:
+                res.snaplen = f[1]
+            res.fine_times |= tsresol_ns(1_000_000, f[2], 0) < 1_000_000_000
+        if err != W_OK and (final or err not in (W_SHORT_HEADER, W_CUT_BLOCK)):
+            self.error = walk_error_text(err, base + pos, val, held, frame)
+        ifaces = self.ifaces
+        lt = np.array([f[0] for f in ifaces] or [0], np.int32)[iface]
+        fcs = np.array([f[4] for f in ifaces] or [0], np.int32)[iface]
+        return (d, off, cap, orig, _times(ts, has, iface, ifaces), lt, fcs, frames), pos
+
+    def finish(self) -> None:
+        """Fill ``res.error``, ``res.records`` and the notes once the last piece is walked."""
+        if self.error is not None:
+            self.res.error = self.error
+        self.res.records = self.frames
+        if self.malformed:
+            self.stats.skip("malformed packet block", self.malformed)
+        if self.bad:
+            self.stats.skip("packet refers to an interface the file does not describe", self.bad)
+
+
 def packet_arrays(data: bytes, res: CaptureResult, stats: Stats):
     """The packets of a pcapng's bytes as arrays (numba block walk): (uint8 data, offset, captured,
     original, time_ns, linktype, fcs, frame) with ``res`` filled as :func:`records` fills it."""
-    d = np.frombuffer(data, np.uint8)
-    e64, eb = np.empty(0, np.int64), np.empty(0, np.bool_)
-    n, frame, nidb, malformed, bad, err, pos, val, held = walk_blocks(d, e64, eb, eb, e64, e64, e64, e64, e64, eb,
-                                                                      e64)
-    idb_pos, idb_big, idb_first = np.empty(nidb, np.int64), np.empty(nidb, np.bool_), np.empty(nidb, np.bool_)
-    off, cap, orig, iface, ts, frames = (np.empty(n, np.int64) for _ in range(6))
-    has = np.empty(n, np.bool_)
-    walk_blocks(d, idb_pos, idb_big, idb_first, off, cap, orig, iface, ts, has, frames)
-    res.format = "pcapng"
-    ifaces = []
-    for p, big, first in zip(idb_pos.tolist(), idb_big.tolist(), idb_first.tolist()):
-        endian = ">" if big else "<"
-        blen = struct.unpack(endian + "I", data[p + 4:p + 8])[0]
-        f = _interface(data[p + 8:p + blen - 4], endian)
-        ifaces.append(f)
-        res.linktypes.append(f[0])
-        res.fcs.append(f[4])
-        if first and f[1]:
-            res.snaplen = f[1]
-        res.fine_times |= tsresol_ns(1_000_000, f[2], 0) < 1_000_000_000
-    if err != W_OK:
-        res.error = walk_error_text(err, pos, val, held, frame)
-    res.records = frame
-    if malformed:
-        stats.skip("malformed packet block", malformed)
-    if bad:
-        stats.skip("packet refers to an interface the file does not describe", bad)
-    lt = np.array([f[0] for f in ifaces] or [0], np.int32)[iface]
-    fcs = np.array([f[4] for f in ifaces] or [0], np.int32)[iface]
-    return d, off, cap, orig, _times(ts, has, iface, ifaces), lt, fcs, frames
+    w = BlockWalk(res, stats)
+    arrays, _ = w.walk(data, 0, True)
+    w.finish()
+    return arrays
 
 
 def _times(ts, has, iface, ifaces):

@@ -5,7 +5,10 @@ block by block and yields :class:`io.batch.Batch` chunks of at most ``chunk``
 records, walked by the numba record walker; a damaged file yields the records
 before the damage and leaves the sentence in ``CaptureResult.error``, as
 ``read_batch`` does. ``io.batch.PcapWriter`` writes chunks to a pcap as they come.
-pcapng and other inputs are not streamed (``open_pcap_stream`` returns None).
+A pcapng (``open_pcap_stream(path, chunk, pcapng=True)``) is read the same way: the
+block walker of ``io.pcapng`` walks the complete blocks of each block read, its
+state (byte order, interfaces) carried to the next, the cut block's bytes too.
+Other inputs are not streamed (``open_pcap_stream`` returns None).
 """
 from __future__ import annotations
 
@@ -17,12 +20,13 @@ from typing import Iterator
 
 import numpy as np
 
-from . import pcap
+from . import pcap, pcapng
 from .batch import Batch
-from .records import ERR_BAD_CAPLEN, ERR_NONE, GZIP_MAGIC, STDIO, CaptureResult, walk_error
+from .records import ERR_BAD_CAPLEN, ERR_NONE, GZIP_MAGIC, STDIO, CaptureResult, Stats, walk_error
 
 BLOCK = 1 << 23          # bytes read at a time
 CHUNK = 1 << 16          # records per chunk
+_PCAPNG_MAGIC = pcapng.MAGIC
 
 
 def _open(path):
@@ -93,16 +97,56 @@ class PcapStream:
             res.messages.append(res.error)
 
 
-def open_pcap_stream(path, chunk: int = CHUNK):
+class PcapngStream:
+    """The chunks of one pcapng file (iterate once), as :class:`PcapStream` gives a pcap's: the
+    records, ``result`` and damage sentence of ``read_batch``. ``stats``: the walker's notes
+    (malformed blocks, unknown interfaces), complete when the iteration ends."""
+
+    def __init__(self, f, head: bytes, chunk: int):
+        self.f, self.head, self.chunk = f, head, chunk
+        self.result = CaptureResult(None)
+        self.stats = Stats()
+        self.walk = pcapng.BlockWalk(self.result, self.stats)
+
+    def __iter__(self) -> Iterator[Batch]:
+        res, w = self.result, self.walk
+        buf = self.head
+        base = 0                  # file offset of buf[0]
+        eof = gzip_cut = False
+        while not eof:
+            try:
+                more = self.f.read(BLOCK)
+            except (OSError, EOFError, zlib.error):
+                more, gzip_cut = b"", True
+            eof = not more
+            buf += more
+            arrays, end = w.walk(buf, base, eof)
+            data, *cols = arrays
+            for a in range(0, len(cols[0]), self.chunk):
+                yield Batch(data, *(c[a:a + self.chunk] for c in cols))
+            if w.error is not None:
+                break
+            buf = buf[end:]
+            base += end
+        w.finish()
+        if res.error is None and gzip_cut:
+            res.error = f"the gzip stream is damaged or cut: the capture ends there; {w.frames} packet " \
+                        f"records were read before it."
+        res.messages = self.stats.notes() + ([res.error] if res.error else [])
+
+
+def open_pcap_stream(path, chunk: int = CHUNK, pcapng: bool = False):
     """(a :class:`PcapStream`, None) for a classic pcap (plain or gzip, ``-`` for stdin, or its
-    bytes); else
-    (None, what ``read_batch`` reads: the path, or the bytes stdin gave).
+    bytes), with ``pcapng`` (a :class:`PcapngStream`, None) for a pcapng too; else (None, what
+    ``read_batch`` reads: the path, or the bytes stdin gave).
 
     Raises ValueError naming the file when it cannot be opened."""
     f = _open(path)
     head = f.read(24)
     if pcap.is_pcap(head) and len(head) == 24:
         return PcapStream(f, head, chunk), None
+    if pcapng and head[:4] == _PCAPNG_MAGIC:
+        return PcapngStream(f, head, chunk), None
     if str(path) == STDIO:
         return None, head + f.read()
     f.close()
