@@ -61,6 +61,10 @@ def configure(parser) -> None:
     parser.add_argument("--no-trace", dest="trace", action="store_false", default=True,
                         help="record no packet traces: statistics only, faster (no segment-size lines)")
     parser.add_argument("--json", action="store_true", help="print a JSON object")
+    parser.add_argument("--pcap", metavar="OUT.pcap", help="write the packets at --point as a pcap (with "
+                                                          "--ipv6: IPv6 headers and flow labels)")
+    parser.add_argument("--point", default=None, help="capture point for --pcap (default the first; the "
+                                                      "points are listed under 'segment sizes')")
 
 
 def scenario_from_args(args):
@@ -142,8 +146,15 @@ def _sizes(sizes: dict[int, int], top: int = 4) -> str:
 
 
 def run(args) -> int:
+    from ..errors import UsageError
     from ..sim.simulate import simulate
+    if args.pcap and not args.trace:
+        raise UsageError("--pcap writes the trace: drop --no-trace")
+    if args.point and not args.pcap:
+        raise UsageError("--point chooses where --pcap captures: give --pcap OUT.pcap too")
     result = simulate(scenario_from_args(args), trace=args.trace)
+    if args.pcap:
+        write_point_pcap(result, args.point, args.pcap)
     for w in result.warnings:
         if w.startswith("PARTIAL"):
             print(f"offloadkit simulate: {w}", file=sys.stderr)
@@ -172,3 +183,15 @@ def run(args) -> int:
     for w in result.warnings:
         print(f"warning: {w}")
     return 0
+
+
+def write_point_pcap(result, point: str | None, out: str) -> None:
+    """The packets tcpdump at ``point`` (default the first) would see, as a pcap; one line on stderr."""
+    from ..errors import UsageError
+    from ..io.pcap import write_pcap
+    from .trace import seen_at
+    point = point or result.points[0]
+    if point not in result.points:
+        raise UsageError(f"--point {point!r}: this run's capture points are {', '.join(result.points)}")
+    n = write_pcap(out, seen_at(result, point))
+    print(f"offloadkit simulate: wrote {n} packets at {point} to {out}", file=sys.stderr)

@@ -31,7 +31,6 @@ def configure(parser) -> None:
 
 def preset_packets(args):
     """(module, PresetRun, point, Trace of the packets tcpdump at that point would see)."""
-    from .. import codes
     from ..errors import UsageError
     from ..reports import presets
     if args.report not in REPORT_IDS:
@@ -45,9 +44,14 @@ def preset_packets(args):
         raise UsageError(f"report {args.report} has no capture point {point!r}; "
                          f"its points are {', '.join(mod.POINTS)}")
     run = mod.run(args.variant)
+    return mod, run, point, seen_at(run, point)
+
+
+def seen_at(run, point: str):
+    """The packets at ``point`` that tcpdump there would see (those not dropped before it)."""
+    from .. import codes
     t = run.at(point)
-    t = t[t.drop == codes.DROP_NONE]
-    return mod, run, point, t
+    return t[t.drop == codes.DROP_NONE]
 
 
 def listing(mod) -> str:

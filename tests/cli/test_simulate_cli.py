@@ -71,3 +71,19 @@ def test_cli_bad_flow_is_one_line(flow, says, capsys):
     assert main(["simulate", "--rtt", "10ms", "--flow", flow]) == 2
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1
+
+
+def test_cli_pcap_writes_the_point_as_tcpdump_would_see_it(capsys, tmp_path):
+    """``--ipv6 --pcap OUT --point P``: the packets at P, read back as IPv6 with the run's lengths."""
+    from offloadkit.io.capture import read_capture
+    out = tmp_path / "wire.pcap"
+    assert main(["simulate", "--ipv6", "--duration", "40ms", "--json", "--pcap", str(out), "--point", "wire"]) == 0
+    cap = capsys.readouterr()
+    sizes = json.loads(cap.out)["segment_sizes"]["wire"]           # stdout stays one JSON object
+    t = read_capture(out).trace
+    assert len(t) == sum(sizes.values()) > 20 and "wrote" in cap.err and "at wire" in cap.err
+    assert (t.ip_version == 6).all() and (t.payload_len[t.payload_len > 0] == 1428).all()
+    for args, says in ((["--point", "wire"], "give --pcap"), (["--pcap", str(out), "--no-trace"], "--no-trace"),
+                       (["--pcap", str(out), "--point", "nope"], "capture points are")):
+        assert main(["simulate", "--duration", "10ms", *args]) == 2
+        assert says in capsys.readouterr().err
