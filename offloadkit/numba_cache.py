@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -83,16 +84,20 @@ def choose() -> str | None:
     return str(Path(tempfile.gettempdir()) / f"offloadkit-numba-{os.getuid()}")
 
 
+IMPORTS_NUMBA = re.compile(rb"^[ \t]*(?:from|import)[ \t]+numba\b", re.MULTILINE)
+
+
 def sources_fingerprint(package: Path = PACKAGE) -> str:
     """A digest of the relative path, size and modification time of every ``.py`` file of
-    ``package`` that mentions numba (the same whichever way the package was found on ``sys.path``)."""
+    ``package`` that imports numba (the same whichever way the package was found on ``sys.path``);
+    a file that only names numba in its text, as a command's help does, is not a kernel source."""
     digest = hashlib.sha1()
     for folder, subfolders, files in os.walk(package):
         subfolders[:] = sorted(d for d in subfolders if d not in ("data", "__pycache__"))
         for name in sorted(f for f in files if f.endswith(".py")):
             path = os.path.join(folder, name)
             with open(path, "rb") as f:
-                if b"numba" not in f.read():
+                if not IMPORTS_NUMBA.search(f.read()):
                     continue
             st = os.stat(path)
             where = os.path.relpath(folder, package)

@@ -39,3 +39,6 @@ def test_only_numba_sources_count(tmp_path):
     assert numba_cache.sources_fingerprint(pkg) == before
     (pkg / "engine" / "new.py").write_text("import numba\n")
     assert numba_cache.sources_fingerprint(pkg) != before
+    with_kernel = numba_cache.sources_fingerprint(pkg)
+    (pkg / "engine" / "help.py").write_text('"""compiles numba kernels on first use"""\nimport numbers\n')
+    assert numba_cache.sources_fingerprint(pkg) == with_kernel     # names numba, imports none
