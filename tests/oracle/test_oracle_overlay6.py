@@ -18,6 +18,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from tunnel_oracle import UNDERLAY_RECEIVER, segment_equals_egress
 
 from offloadkit.lab import oracle
 from offloadkit.lab.grid import COMMITTED_OVERLAY6, load_case
@@ -27,7 +28,6 @@ CAPS = Path(__file__).resolve().parents[2] / "offloadkit" / "data" / "captures" 
 CASES = sorted(COMMITTED_OVERLAY6)
 INNER_FIELDS = ("ip_len", "flow_label", "tos", "ttl", "ack", "window", "tsval", "tsecr", "tcp_hlen", "vni",
                 "l2_bytes", "outer_udp_csum")
-UNDERLAY_RECEIVER = {4: "198.18.2.2", 6: "2001:2:2::2"}
 LABEL = 0x12345
 
 
@@ -80,18 +80,9 @@ def test_committed_overlay6_captures_are_complete():
 
 @pytest.mark.parametrize("name", CASES)
 def test_segment_verb_equals_kernel_egress_ipv6_inside_vxlan(name, tmp_path):
-    from kit_cli import run_verb
     c = load_case(CAPS / name)
     m = mss(c)
-    ing = outer_rows(c["paths"]["router-in"])
-    assert sum(r["payload"] > m for r in ing) >= 3
-    out = tmp_path / "kit.pcap"
-    code, err = run_verb(["segment", c["paths"]["router-in"], out, "--mss", m])
-    assert code == 0 and "copied whole" not in err, err
-    rep = oracle.compare_segmentation(out, c["paths"]["router-out"], c["sender_ip"], INNER_FIELDS)
-    assert rep.ok and rep.matched == rep.egress_packets > 200, rep.summary()
-    kit = {r["key"]: r for r in outer_rows(out)}
-    egress = outer_rows(c["paths"]["router-out"])
+    kit, egress = segment_equals_egress(c, m, INNER_FIELDS, outer_rows, tmp_path)
     assert len(egress) > 200 and max(r["payload"] for r in egress) == m
     v6 = c["settings"]["ip_version"] == 6
     for r in egress:

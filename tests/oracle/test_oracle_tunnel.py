@@ -14,6 +14,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from tunnel_oracle import UNDERLAY_RECEIVER, segment_equals_egress
 
 from offloadkit.lab import oracle
 from offloadkit.lab.grid import COMMITTED_TUNNEL, load_case
@@ -64,19 +65,10 @@ def test_committed_tunnel_captures_are_complete():
 
 @pytest.mark.parametrize("name", CASES)
 def test_segment_verb_equals_kernel_egress_over_ipv6_underlay(name, tmp_path):
-    from kit_cli import run_verb
     c = load_case(CAPS / name)
     eg = read_headers(c["paths"]["router-out"], "router-out", c["sender_ip"])[0]
     assert oracle.gso_size_from_egress(eg) == MSS
-    ing = outer_rows(c["paths"]["router-in"])
-    assert sum(r["payload"] > MSS for r in ing) >= 3
-    out = tmp_path / "kit.pcap"
-    code, err = run_verb(["segment", c["paths"]["router-in"], out, "--mss", MSS])
-    assert code == 0 and "copied whole" not in err, err
-    rep = oracle.compare_segmentation(out, c["paths"]["router-out"], c["sender_ip"], FIELDS)
-    assert rep.ok and rep.matched == rep.egress_packets > 200, rep.summary()
-    kit = {r["key"]: r for r in outer_rows(out)}
-    egress = outer_rows(c["paths"]["router-out"])
+    kit, egress = segment_equals_egress(c, MSS, FIELDS, outer_rows, tmp_path)
     assert len(egress) > 200
     for r in egress:
         got = kit[r["key"]]
@@ -88,7 +80,6 @@ def test_segment_verb_equals_kernel_egress_over_ipv6_underlay(name, tmp_path):
     assert {r["flow_label"] for r in egress} == {0}         # vxlan's default "flowlabel 0", copied per segment
 
 
-UNDERLAY_RECEIVER = {4: "198.18.2.2", 6: "2001:2:2::2"}
 GRO_CASES = [("vxlan", n) for n in ("vxlan-ts-mtu1500", "vxlan-csum-ts-mtu1500")] + [("tunnel", n) for n in CASES]
 
 
