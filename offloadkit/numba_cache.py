@@ -84,12 +84,13 @@ def choose() -> str | None:
     return str(Path(tempfile.gettempdir()) / f"offloadkit-numba-{os.getuid()}")
 
 
-IMPORTS_NUMBA = re.compile(rb"^[ \t]*(?:from|import)[ \t]+numba\b", re.MULTILINE)
+IMPORTS_NUMBA = re.compile(rb"^[ \t]*(?:(?:from|import)[ \t]+numba\b|from[ \t]+(?:\.+|offloadkit\.)jit[ \t]+import\b)",
+                           re.MULTILINE)   # numba itself, or the kit's one njit (offloadkit.jit)
 
 
 def sources_fingerprint(package: Path = PACKAGE) -> str:
     """A digest of the relative path, size and modification time of every ``.py`` file of
-    ``package`` that imports numba (the same whichever way the package was found on ``sys.path``);
+    ``package`` that imports numba or ``offloadkit.jit`` (the same whichever way the package was found on ``sys.path``);
     a file that only names numba in its text, as a command's help does, is not a kernel source."""
     digest = hashlib.sha1()
     for folder, subfolders, files in os.walk(package):

@@ -42,3 +42,10 @@ def test_only_numba_sources_count(tmp_path):
     with_kernel = numba_cache.sources_fingerprint(pkg)
     (pkg / "engine" / "help.py").write_text('"""compiles numba kernels on first use"""\nimport numbers\n')
     assert numba_cache.sources_fingerprint(pkg) == with_kernel     # names numba, imports none
+
+
+def test_modules_taking_the_kits_njit_are_kernel_sources(tmp_path):
+    pkg = make_package(tmp_path / "pkg")
+    before = numba_cache.sources_fingerprint(pkg)
+    (pkg / "engine" / "gro.py").write_text("import numpy as np\nfrom ..jit import njit\n")
+    assert numba_cache.sources_fingerprint(pkg) != before

@@ -16,7 +16,7 @@ import struct
 from typing import Iterable, Iterator
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from .records import CaptureResult, Record, Stats, clamp_time, write_output
 

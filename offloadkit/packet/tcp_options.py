@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from ..trace import MAX_SACK_BLOCKS
 

@@ -14,7 +14,7 @@ una advanced, else 4.3-5.11 retransmit acked). Spec §3.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ...jit import njit
 
 from .congestion import cc_ssthresh
 from .jiffies import tcp_rack_reo_expiry
