@@ -86,11 +86,16 @@ def _quiet_stdout() -> None:
 
 
 def _run(args) -> int:
-    """Run the verb; a verb that compiles numba kernels (a cache miss) says so on stderr."""
+    """Run the verb; a verb that compiles numba kernels (a cache miss) says so on stderr. With
+    the kernels compiled ahead of time (``offloadkit.aot``) numba is not imported up front."""
     quiet = getattr(args, "quiet", False)
     if args.verb == "warmup":
         return int(args._run(args) or 0)
-    from . import numba_cache
+    from . import jit, numba_cache
+    if jit.EXPORTS is not None:
+        status = int(args._run(args) or 0)
+        sys.stdout.flush()
+        return status
     numba_cache.lean_import()
     from .jit_notes import watch_compiles
     with watch_compiles(quiet=quiet) as watch:

@@ -84,25 +84,39 @@ def choose() -> str | None:
     return str(Path(tempfile.gettempdir()) / f"offloadkit-numba-{os.getuid()}")
 
 
-IMPORTS_NUMBA = re.compile(rb"^[ \t]*(?:(?:from|import)[ \t]+numba\b|from[ \t]+(?:\.+|offloadkit\.)jit[ \t]+import\b)",
+def aot_dir() -> Path:
+    """Where ``warmup`` puts the kernels compiled ahead of time (``offloadkit.aot``): the numba
+    cache folder when one is set (a shared cache carries them), else ``__pycache__`` beside
+    the package when it is writable, else the user's cache folder."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return Path(os.environ["NUMBA_CACHE_DIR"])
+    return PACKAGE / "__pycache__" if _writable(PACKAGE) else _user_dir()
+
+
+IMPORTS_NUMBA = re.compile(rb"^[ \t]*(?:(?:from|import)[ \t]+numba\b|from[ \t]+(?:\.+|offloadkit\.)jit[ \t]+import[ \t]+njit\b)",
                            re.MULTILINE)   # numba itself, or the kit's one njit (offloadkit.jit)
 
 
-def sources_fingerprint(package: Path = PACKAGE) -> str:
-    """A digest of the relative path, size and modification time of every ``.py`` file of
-    ``package`` that imports numba or ``offloadkit.jit`` (the same whichever way the package was found on ``sys.path``);
-    a file that only names numba in its text, as a command's help does, is not a kernel source."""
-    digest = hashlib.sha1()
+def kernel_sources(package: Path = PACKAGE):
+    """``(folder relative to package, name, path)`` of every ``.py`` file of ``package`` that
+    imports numba or ``offloadkit.jit``, in a fixed order; a file that only names numba in its
+    text, as a command's help does, is not a kernel source."""
     for folder, subfolders, files in os.walk(package):
         subfolders[:] = sorted(d for d in subfolders if d not in ("data", "__pycache__"))
         for name in sorted(f for f in files if f.endswith(".py")):
             path = os.path.join(folder, name)
             with open(path, "rb") as f:
-                if not IMPORTS_NUMBA.search(f.read()):
-                    continue
-            st = os.stat(path)
-            where = os.path.relpath(folder, package)
-            digest.update(f"{where} {name} {st.st_size} {st.st_mtime_ns}\n".encode())
+                if IMPORTS_NUMBA.search(f.read()):
+                    yield os.path.relpath(folder, package), name, path
+
+
+def sources_fingerprint(package: Path = PACKAGE) -> str:
+    """A digest of the relative path, size and modification time of every kernel source of
+    ``package`` (the same whichever way the package was found on ``sys.path``)."""
+    digest = hashlib.sha1()
+    for where, name, path in kernel_sources(package):
+        st = os.stat(path)
+        digest.update(f"{where} {name} {st.st_size} {st.st_mtime_ns}\n".encode())
     return digest.hexdigest()
 
 
