@@ -30,6 +30,7 @@ from . import numba_cache
 
 ENV = "OFFLOADKIT_AOT"
 PREFIX = "offloadkit_aot_"
+VERBS = ("gro", "segment", "doctor")   # recorded by warmup; they start without numba
 
 
 def enabled() -> bool:
@@ -62,9 +63,8 @@ def _numba_version_file() -> bytes:
 def fingerprint(package: Path = numba_cache.PACKAGE) -> str:
     """A digest of every kernel source's content, the numba, numpy and Python versions and the CPU."""
     digest = hashlib.sha1()
-    for where, name, path in numba_cache.kernel_sources(package):
-        with open(path, "rb") as f:
-            digest.update(f"{where}/{name}\n".encode() + f.read())
+    for where, name, _, content in numba_cache.kernel_sources(Path(package)):
+        digest.update(f"{where}/{name} {content}\n".encode())
     digest.update(_numba_version_file())
     digest.update(f"{np.__version__} {sys.version} {cpu_name()}".encode())
     return digest.hexdigest()[:20]

@@ -87,12 +87,12 @@ def _quiet_stdout() -> None:
 
 def _run(args) -> int:
     """Run the verb; a verb that compiles numba kernels (a cache miss) says so on stderr. With
-    the kernels compiled ahead of time (``offloadkit.aot``) numba is not imported up front."""
+    the kernels compiled ahead of time (``offloadkit.aot``) the capture verbs do not import numba."""
     quiet = getattr(args, "quiet", False)
     if args.verb == "warmup":
         return int(args._run(args) or 0)
-    from . import jit, numba_cache
-    if jit.EXPORTS is not None:
+    from . import aot, jit, numba_cache
+    if jit.EXPORTS is not None and args.verb in aot.VERBS:
         status = int(args._run(args) or 0)
         sys.stdout.flush()
         return status

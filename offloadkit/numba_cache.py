@@ -19,6 +19,7 @@ dropped when a source file of the package that uses numba changed since the last
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -97,24 +98,37 @@ IMPORTS_NUMBA = re.compile(rb"^[ \t]*(?:(?:from|import)[ \t]+numba\b|from[ \t]+(
                            re.MULTILINE)   # numba itself, or the kit's one njit (offloadkit.jit)
 
 
-def kernel_sources(package: Path = PACKAGE):
-    """``(folder relative to package, name, path)`` of every ``.py`` file of ``package`` that
-    imports numba or ``offloadkit.jit``, in a fixed order; a file that only names numba in its
-    text, as a command's help does, is not a kernel source."""
+def kernel_sources(package: Path = PACKAGE) -> tuple[tuple[str, str, str, str], ...]:
+    """``(folder relative to package, name, path, sha1 of the content)`` of every ``.py`` file of
+    ``package`` that imports numba or ``offloadkit.jit``'s njit, in a fixed order (this package's
+    walked once per process); a file that only names numba in its text, as a command's help
+    does, is not a kernel source."""
+    return _own_sources() if Path(package) == PACKAGE else _walk(Path(package))
+
+
+@functools.cache
+def _own_sources():
+    return _walk(PACKAGE)
+
+
+def _walk(package: Path) -> tuple[tuple[str, str, str, str], ...]:
+    found = []
     for folder, subfolders, files in os.walk(package):
         subfolders[:] = sorted(d for d in subfolders if d not in ("data", "__pycache__"))
         for name in sorted(f for f in files if f.endswith(".py")):
             path = os.path.join(folder, name)
             with open(path, "rb") as f:
-                if IMPORTS_NUMBA.search(f.read()):
-                    yield os.path.relpath(folder, package), name, path
+                text = f.read()
+            if IMPORTS_NUMBA.search(text):
+                found.append((os.path.relpath(folder, package), name, path, hashlib.sha1(text).hexdigest()))
+    return tuple(found)
 
 
 def sources_fingerprint(package: Path = PACKAGE) -> str:
     """A digest of the relative path, size and modification time of every kernel source of
     ``package`` (the same whichever way the package was found on ``sys.path``)."""
     digest = hashlib.sha1()
-    for where, name, path in kernel_sources(package):
+    for where, name, path, _ in kernel_sources(Path(package)):
         st = os.stat(path)
         digest.update(f"{where} {name} {st.st_size} {st.st_mtime_ns}\n".encode())
     return digest.hexdigest()

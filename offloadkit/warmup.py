@@ -85,11 +85,10 @@ def recorded_verbs(folder: Path) -> list[list[str]]:
     """The command lines whose Python-called kernels are compiled ahead of time: ``gro``,
     ``segment`` and ``doctor`` on every input of :func:`recorded_inputs`. (``trace`` and
     ``export`` run the TCP simulator, which stays on numba: see ``aot_build``.)"""
+    from .aot import VERBS
     out = str(folder / "out.pcap")
-    lines = []
-    for src in map(str, recorded_inputs(folder)):
-        lines += [["gro", src, out], ["segment", src, out, "--mss", "1000"], ["doctor", src, "--json"]]
-    return lines
+    args = {"gro": [out], "segment": [out, "--mss", "1000"], "doctor": ["--json"]}
+    return [[verb, str(src), *args[verb]] for src in recorded_inputs(folder) for verb in VERBS]
 
 
 def build_aot(progress=None) -> int:
