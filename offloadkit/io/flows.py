@@ -123,12 +123,15 @@ class FlowNumbering:
                                   self.table_flow, self.side0, self.sent, flow, side)
         return flow, side
 
-    def directions(self, flow: np.ndarray, side: np.ndarray) -> np.ndarray:
-        """Per packet: 0 from the side that sent more payload bytes (ties: the side of the flow's
-        first packet), 1 from the other."""
+    def data_side(self) -> np.ndarray:
+        """Per flow: the endpoint bit of the side that sent more payload bytes (ties: the side of
+        the flow's first packet)."""
         nb, first = self.nbytes, self.first_side.astype(np.int64)
-        data_side = np.where(nb[:, 0] > nb[:, 1], 0, np.where(nb[:, 1] > nb[:, 0], 1, first))
-        return (side != data_side[flow]).astype(np.uint8)
+        return np.where(nb[:, 0] > nb[:, 1], 0, np.where(nb[:, 1] > nb[:, 0], 1, first))
+
+    def directions(self, flow: np.ndarray, side: np.ndarray) -> np.ndarray:
+        """Per packet: 0 from the data side (:meth:`data_side`), 1 from the other."""
+        return (side != self.data_side()[flow]).astype(np.uint8)
 
 
 def assign_flows(trace: Trace) -> Trace:
