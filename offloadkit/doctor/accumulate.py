@@ -158,7 +158,7 @@ class Accumulator:
         g0 = flow.astype(np.int64) * 2 + (bit.astype(np.int64) & 1)
         self._grow(int(g0.max()) + 2 - int(g0.max()) % 2)
         o = np.argsort(g0, kind="stable")
-        c = {k: v[o] for k, v in cols.items()}
+        c = {k: v[o] for k, v in cols.items() if k != "sack"}     # SACK blocks: gathered for SACK rows only
         gs = g0[o]
         self.packets += n
         s = self.s
@@ -241,7 +241,7 @@ class Accumulator:
             self.candidates.append((gs[sp].astype(np.int32), plen[sp].astype(np.int32), hdr[sp].astype(np.uint16)))
         self._dup_acks(gs, c, flags, plen, ackoff, frame)
         self._originals(gs, rel, end, plen, frame, c["seq"], L, hdr, orig)
-        self._sack(gs, c, ackoff, time)
+        self._sack(gs, c, ackoff, time, cols["sack"], o)
         self._resends(gs, rel, plen, frame, time, hdr, orig, retrans)
 
     def _syns(self, gs, c, syn) -> None:
@@ -290,13 +290,19 @@ class Accumulator:
         n = len(gs)
         first = np.ones(n, bool)
         first[1:] = gs[1:] != gs[:-1]
-        prev = np.arange(n) - 1
         g = gs
-        has = np.where(first, s["npk"][g] - np.bincount(g, minlength=len(s["npk"]))[g] > 0, True)
-        pick = lambda arr, st: np.where(first, s[st][g], arr[np.maximum(prev, 0)])   # noqa: E731
+        fg = g[first]
+        has = np.ones(n, bool)
+        has[first] = s["npk"][fg] - np.bincount(g, minlength=len(s["npk"]))[fg] > 0
+
+        def pick(arr, st):
+            """Each row's previous row's value in its group (the carried one at a group's first row)."""
+            out = np.empty(n, np.int64)
+            out[1:] = arr[:-1]
+            out[first] = s[st][fg]
+            return out
         p_plen, p_end, p_time = pick(plen, "p_plen"), pick(end, "p_end"), pick(time, "p_time")
-        p_flags, p_viol, p_data = pick(flags, "p_flags"), pick(viol.astype(np.int64), "p_viol"), \
-            pick(data.astype(np.int64), "p_data")
+        p_flags, p_viol, p_data = pick(flags, "p_flags"), pick(viol, "p_viol"), pick(data, "p_data")
         pair = has & data & (rel == p_end)
         rc = pair & (p_viol != 0)
         self.counts["recut"].add(g[rc], (np.minimum(p_plen[rc], 0xFFFF) << 16) | np.minimum(plen[rc], 0xFFFF))
@@ -329,7 +335,7 @@ class Accumulator:
         last = _last_rows(g)
         s["pa_has"][g[last]], s["pa_ack"][g[last]], s["pa_win"][g[last]] = 1, ao[last], win[last]
 
-    def _sack(self, gs, c, ackoff, time) -> None:
+    def _sack(self, gs, c, ackoff, time, sack, o) -> None:
         """SACK rows: the hole from the ACK number to the lowest block (distinct ACKs, the largest),
         and each block's left edge marked on the unacknowledged original it starts inside."""
         s = self.s
@@ -338,8 +344,8 @@ class Accumulator:
             return
         g = gs[r]
         s["sack_rows"] += np.bincount(g, minlength=len(s["npk"]))
-        nblk = c["sack"].shape[1] // 2
-        left = c["sack"][r][:, 0::2].astype(np.int64)
+        nblk = sack.shape[1] // 2
+        left = sack[o[r]][:, 0::2].astype(np.int64)
         valid = np.arange(nblk)[None, :] < c["sack_n"][r][:, None]
         dist = wrap32(left - c["ack"][r].astype(np.int64)[:, None])
         gap = np.where(valid & (dist > 0), dist, BIG).min(axis=1)

@@ -10,24 +10,45 @@ import numpy as np
 
 from .findings import MAX_FRAMES
 _LOW = (1 << 32) - 1
+PENDING = 1 << 18          # keys gathered before they are merged (one sort for several chunks)
 
 
 class Counts:
     """How many packets of each group had each value (values clipped to 0..2**32-1)."""
 
     def __init__(self):
-        self.keys = np.zeros(0, np.int64)        # group << 32 | value, sorted
-        self.counts = np.zeros(0, np.int64)
+        self._keys = np.zeros(0, np.int64)       # group << 32 | value, sorted
+        self._counts = np.zeros(0, np.int64)
+        self._pending: list[np.ndarray] = []    # keys added since the last merge
+        self._npending = 0
 
     def add(self, group: np.ndarray, value: np.ndarray) -> None:
         if len(group) == 0:
             return
-        key = (group.astype(np.int64) << 32) | np.clip(value.astype(np.int64), 0, _LOW)
-        u, c = np.unique(key, return_counts=True)
-        if len(self.keys):
-            u, inv = np.unique(np.concatenate([self.keys, u]), return_inverse=True)
-            c = np.bincount(inv.ravel(), np.concatenate([self.counts, c]), minlength=len(u)).astype(np.int64)
-        self.keys, self.counts = u, c
+        self._pending.append((group.astype(np.int64) << 32) | np.clip(value.astype(np.int64), 0, _LOW))
+        self._npending += len(group)
+        if self._npending >= PENDING:
+            self._merge()
+
+    def _merge(self) -> None:
+        if not self._pending:
+            return
+        u, c = np.unique(np.concatenate(self._pending), return_counts=True)
+        self._pending, self._npending = [], 0
+        if len(self._keys):
+            u, inv = np.unique(np.concatenate([self._keys, u]), return_inverse=True)
+            c = np.bincount(inv.ravel(), np.concatenate([self._counts, c]), minlength=len(u)).astype(np.int64)
+        self._keys, self._counts = u, c
+
+    @property
+    def keys(self) -> np.ndarray:
+        self._merge()
+        return self._keys
+
+    @property
+    def counts(self) -> np.ndarray:
+        self._merge()
+        return self._counts
 
     def remap(self, new_group: np.ndarray) -> None:
         """Renumber the groups (``new_group[old]``)."""
@@ -35,15 +56,15 @@ class Counts:
             g = new_group[self.keys >> 32]
             key = (g.astype(np.int64) << 32) | (self.keys & _LOW)
             order = np.argsort(key, kind="stable")
-            self.keys, self.counts = key[order], self.counts[order]
+            self._keys, self._counts = key[order], self._counts[order]
 
     def merged(self, new_group: np.ndarray) -> "Counts":
         """The counts with groups renumbered by ``new_group[old]``, those meeting summed."""
         out = Counts()
         if len(self.keys):
             key = (new_group[self.keys >> 32].astype(np.int64) << 32) | (self.keys & _LOW)
-            out.keys, inv = np.unique(key, return_inverse=True)
-            out.counts = np.bincount(inv.ravel(), self.counts, minlength=len(out.keys)).astype(np.int64)
+            out._keys, inv = np.unique(key, return_inverse=True)
+            out._counts = np.bincount(inv.ravel(), self.counts, minlength=len(out._keys)).astype(np.int64)
         return out
 
     def at(self, value: np.ndarray) -> np.ndarray:
