@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..io.flows import FlowNumbering
 from ..trace import Trace
 from .accumulate import ETHERNET_MTU, Accumulator, wrap32
 
@@ -75,8 +76,10 @@ class Context:
 
 
 def warmup() -> None:
-    """Compile the accumulator's kernel on a two-packet trace."""
-    build(Trace.from_columns(seq=[1, 2], ack=[5, 1], flow=0, direction=[0, 1], payload_len=[10, 0]), Hints())
+    """Compile the accumulator's and the flow numbering's kernels on a two-packet trace."""
+    t = Trace.from_columns(seq=[1, 2], ack=[5, 1], flow=0, direction=[0, 1], payload_len=[10, 0])
+    FlowNumbering().add(t)
+    build(t, Hints())
 
 
 def build(trace: Trace, hints: Hints) -> Context:
