@@ -17,17 +17,24 @@ import numpy as np
 from numba import njit
 
 from .congestion import cc_ssthresh
-from .jiffies import tcp_rack_reo_expiry
+from .jiffies import inet_csk_rto_expiry, tcp_rack_reo_expiry
 from .layout import (EV_REO, F_CWND, F_DUPACKS, F_HIGH_LOST_U, F_HIGH_SACK_U, F_HIGH_SEQ, F_LOST, F_MARK_PTR,
                      F_MIN_RTT, F_NXT_U, F_PRR_DELIV, F_PRR_OUT, F_RACK_ADV, F_RACK_PTR, F_RACK_RTT, F_RACK_U,
                      F_RACK_X, F_RECOVER_FS, F_REO_EVT, F_RETRANS, F_RTX_HINT, F_SACKED, F_SND_NXT, F_SND_UNA,
                      F_SSTHRESH, F_STATE, F_TLP_HIGH, F_UNA_U, G_RECOV, INF, P_FACK, P_LOSS_TIMERS, P_RACK_TIME, P_REO_TIMER,
-                     P_SACK, P_UCAP, RACK_REO_WND_4X_NS, ST_OPEN, ST_RECOVERY, UF_EVER, UF_HEAD, UF_LOST, UF_RETRANS,
+                     P_SACK, P_UCAP, F_BACKOFF, F_RTO, F_TAT, F_TKIND, P_MAX_RTO, P_RTO_TIMER, TK_RTO, TK_TLP,
+                     RACK_REO_WND_4X_NS, ST_OPEN, ST_RECOVERY, UF_EVER, UF_HEAD, UF_LOST, UF_RETRANS,
                      UF_SACKED, F_MSS, F_PROBE_MTU, F_PROBE_S, F_SEARCH_HI, ST_LOSS)
 from .world import heap_push
 
 
 # -- units (the sender's scoreboard ring) -----------------------------------
+
+@njit(cache=True, nogil=True, _nrt=False)
+def rto_at(W, f, now):
+    """When the RTO armed now fires (tcp_reset_xmit_timer(ICSK_TIME_RETRANS, backed-off icsk_rto))."""
+    return inet_csk_rto_expiry(W.P[P_RTO_TIMER], now, W.F[f, F_RTO], W.F[f, F_BACKOFF], W.P[P_MAX_RTO])
+
 
 @njit(cache=True, nogil=True, _nrt=False)
 def in_flight(F, f):
@@ -173,6 +180,11 @@ def mark_lost(W, f, now):
             if F[f, F_REO_EVT] < 0 or at < F[f, F_REO_EVT]:
                 if heap_push(W, at, EV_REO, f, 0):
                     F[f, F_REO_EVT] = at
+            if F[f, F_TKIND] == TK_TLP:
+                # one retransmit timer (icsk_pending): arming ICSK_TIME_REO_TIMEOUT replaces the loss
+                # probe; tcp_rack_reo_timeout then rearms the RTO
+                F[f, F_TKIND] = TK_RTO
+                F[f, F_TAT] = rto_at(W, f, now)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
