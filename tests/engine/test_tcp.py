@@ -513,7 +513,7 @@ def _episode(K, W, high, retrans, cwnd=10):
 def test_tcp_process_tlp_ack_ends_the_episode_as_the_kernel_does():
     K, W = _world([(0, 0)] * 9)
     F = W.F
-    ack = K.sender.tcp_process_tlp_ack.py_func
+    ack = K.recovery.tcp_process_tlp_ack.py_func
     _episode(K, W, 5000, 1)
     ack(W, 0, 4000, True)                                  # below tlp_high_seq: nothing
     assert (F[0, K.F_TLP_HIGH], F[0, K.F_CWND]) == (5000, 10)
@@ -534,7 +534,7 @@ def test_no_loss_probe_in_disorder():
     """tcp_schedule_loss_probe wants Open (or CWR): a SACKed or lost segment, a retransmission out or
     an ever-retransmitted head is Disorder (tcp_try_keep_open)."""
     K, W = _world([(0, 0)] * 4)
-    open_ = K.sender.tcp_try_keep_open.py_func
+    open_ = K.recovery.tcp_try_keep_open.py_func
     assert open_(W, 0)
     for col in (K.F_SACKED, K.F_LOST, K.F_RETRANS):
         W.F[0, col] = 1

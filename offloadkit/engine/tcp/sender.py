@@ -41,7 +41,7 @@ from .layout import (AK_ACK, AK_N, AK_S0, AK_TSECR, CC_CUBIC, EV_HOP, EV_TIMER, 
                      UF_HEAD, UF_LOST, UF_RETRANS, UF_SACKED)
 from .mtu import MTUP_BLACKHOLE_NS, TCP_PROBE_THRESHOLD, tcp_mtu_probing, tcp_mtup_probe_success, tcp_sync_mss
 from .recovery import (find_unit, in_flight, mark_lost, mark_one, prr, rack_update, recovery_state, rto_at,
-                       skip_sacked, split_unit)
+                       skip_sacked, split_unit, tcp_may_raise_cwnd, tcp_process_tlp_ack, tcp_try_keep_open)
 from .world import heap_push, pk_alloc, pk_free, rec_pkt, ser_ns
 
 
@@ -55,18 +55,6 @@ def arm(W, f, kind, at):
     if F[f, F_TEVT] < 0 or at < F[f, F_TEVT]:
         if heap_push(W, at, EV_TIMER, f, 0):
             F[f, F_TEVT] = at
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def tcp_try_keep_open(W, f):
-    """Whether the kernel's state is Open rather than Disorder (tcp_try_keep_open): no SACKed or
-    lost segment (tcp_left_out) and no retransmission done (tcp_any_retrans_done: retrans_out, or
-    the head skb was ever retransmitted). The kit's ST_OPEN holds both; loss probes need Open."""
-    F = W.F
-    if F[f, F_STATE] != ST_OPEN or F[f, F_SACKED] > 0 or F[f, F_LOST] > 0 or F[f, F_RETRANS] > 0:
-        return False
-    una = F[f, F_UNA_U]
-    return una >= F[f, F_NXT_U] or (W.U[f, una & (W.P[P_UCAP] - 1), 2] & UF_EVER) == 0
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -550,40 +538,6 @@ def on_ack(W, f, aid, now):
         set_timer(W, f, now)
     if F[f, F_TOTAL] >= 0 and F[f, F_SND_UNA] >= F[f, F_TOTAL]:
         F[f, F_TKIND] = TK_NONE
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def tcp_may_raise_cwnd(data_acked):
-    """tcp_may_raise_cwnd without reordering seen (tp->reordering at its default): the cwnd grows only
-    on in-order delivery (RFC 5681), an ACK that advanced snd_una (FLAG_DATA_ACKED); SACK-only
-    duplicate ACKs, as in Disorder behind a hole, raise nothing."""
-    return data_acked
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def tcp_process_tlp_ack(W, f, ack, not_dup):
-    """tcp_process_tlp_ack (5.9+, RFC 8985): the ACK that ends a loss-probe episode.
-
-    An ACK below tlp_high_seq changes nothing. A probe of new data ends once acked. A probe that
-    retransmitted old data ends with a cwnd reduction when the ACK passes tlp_high_seq (a loss was
-    repaired: tcp_init_cwnd_reduction, CWR, tcp_end_cwnd_reduction, then Open again), or on a pure
-    duplicate ACK (the original and the probe both arrived; the DSACK case); an ACK of exactly
-    tlp_high_seq leaves the episode open, and no other probe goes out while it is.
-    """
-    F = W.F
-    hi = F[f, F_TLP_HIGH]
-    if hi < 0 or ack < hi:
-        return
-    if F[f, F_TLP_RETRANS] == 0:
-        F[f, F_TLP_HIGH] = -1
-    elif ack > hi:
-        F[f, F_HIGH_SEQ] = F[f, F_SND_NXT]
-        F[f, F_CWND_CNT] = 0
-        F[f, F_SSTHRESH] = cc_ssthresh(W, f)
-        F[f, F_CWND] = max(F[f, F_SSTHRESH], 1)
-        F[f, F_TLP_HIGH] = -1
-    elif not not_dup:
-        F[f, F_TLP_HIGH] = -1
 
 
 @njit(cache=True, nogil=True, _nrt=False)
