@@ -14,7 +14,7 @@ from numba import njit
 
 from ..codes import FIN, PSH
 from ..packet.csum import csum_bytes, fold_nb
-from ..engine.gro import prep_row
+from ..engine.gro_prep import prep_row
 from ..engine.gro_keys import flow_hash, tuple_hash_v4
 from ..packet.decode import MAX_ORIG_LEN
 
