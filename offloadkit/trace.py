@@ -142,17 +142,15 @@ def _shallow(columns):
 class ColumnBuffer:
     """Arrays reused from chunk to chunk of a stream: ``get(name, n, dtype, shape)`` is a view of n
     rows of one array kept per name (grown, never shrunk), so a chunk's columns cost no fresh pages.
-    A view is valid until the next ``get`` of that name."""
+    A view is valid until the next ``get`` of that name; a name always has the same dtype and shape."""
 
     def __init__(self):
         self.arrays: dict[str, np.ndarray] = {}
 
     def get(self, name: str, n: int, dtype, shape: tuple[int, ...] = ()) -> np.ndarray:
         a = self.arrays.get(name)
-        if a is None or a.dtype != np.dtype(dtype) or a.shape[1:] != shape:
-            a = self.arrays[name] = np.empty((n, *shape), dtype)
-        elif len(a) < n:
-            a = self.arrays[name] = np.empty((max(n, 2 * len(a)), *shape), dtype)
+        if a is None or len(a) < n:
+            a = self.arrays[name] = np.empty((max(n, 2 * len(a)) if a is not None else n, *shape), dtype)
         return a[:n]
 
     def trace(self, n: int) -> "Trace":
