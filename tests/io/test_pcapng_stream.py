@@ -168,3 +168,17 @@ def test_doctor_reads_pcapng_in_pieces(tmp_path, monkeypatch):
         assert res.messages == ref.messages and res.error == ref.error and res.records == ref.records
         for k, col in ref.trace.columns.items():
             assert np.array_equal(full.columns[k], col), k
+
+
+def test_segment_pcapng_gz_streams_the_bytes_of_its_pcap(tmp_path, monkeypatch):
+    """segment reads a pcapng.gz in blocks (io.sink) and writes what it writes for the pcap."""
+    from offloadkit.cli import main
+    from offloadkit.io.sink import OutputSink
+    src = ROOT / "offloadkit/data/captures/ts-mtu1500/router-in.pcap"
+    monkeypatch.setattr(stream, "BLOCK", 4096)
+    monkeypatch.setattr(OutputSink, "HOLD", 3000)
+    ng = pcapng_of(src, tmp_path)
+    assert main(["segment", str(src), str(tmp_path / "a.pcap"), "--mss", "536"]) == 0
+    assert main(["segment", str(ng), str(tmp_path / "b.pcap"), "--mss", "536"]) == 0
+    assert (tmp_path / "a.pcap").read_bytes() == (tmp_path / "b.pcap").read_bytes()
+    assert len(read_batch(tmp_path / "a.pcap")[0]) > len(read_batch(src)[0])
