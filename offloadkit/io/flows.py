@@ -7,7 +7,7 @@ is the same for one whole Trace.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from ..trace import Trace
 
