@@ -24,7 +24,7 @@ import warnings
 from pathlib import Path
 
 from . import aot, numba_cache
-from .jit import kernel_key
+from .packet.jit import kernel_key
 
 NOT_EXPORTED = ("offloadkit.engine.tcp.",)   # module prefixes left to numba (see the docstring)
 

@@ -94,13 +94,13 @@ def aot_dir() -> Path:
     return PACKAGE / "__pycache__" if _writable(PACKAGE) else _user_dir()
 
 
-IMPORTS_NUMBA = re.compile(rb"^[ \t]*(?:(?:from|import)[ \t]+numba\b|from[ \t]+(?:\.+|offloadkit\.)jit[ \t]+import[ \t]+njit\b)",
-                           re.MULTILINE)   # numba itself, or the kit's one njit (offloadkit.jit)
+IMPORTS_NUMBA = re.compile(rb"^[ \t]*(?:(?:from|import)[ \t]+numba\b|from[ \t]+(?:\.+|offloadkit\.)(?:packet\.)?jit[ \t]+import[ \t]+njit\b)",
+                           re.MULTILINE)   # numba itself, or the kit's one njit (offloadkit.packet.jit)
 
 
 def kernel_sources(package: Path = PACKAGE) -> tuple[tuple[str, str, str, str], ...]:
     """``(folder relative to package, name, path, sha1 of the content)`` of every ``.py`` file of
-    ``package`` that imports numba or ``offloadkit.jit``'s njit, in a fixed order (this package's
+    ``package`` that imports numba or ``offloadkit.packet.jit``'s njit, in a fixed order (this package's
     walked once per process); a file that only names numba in its text, as a command's help
     does, is not a kernel source."""
     return _own_sources() if Path(package) == PACKAGE else _walk(Path(package))

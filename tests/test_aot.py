@@ -1,4 +1,4 @@
-"""Kernels compiled ahead of time (offloadkit.aot, offloadkit.jit): the same bytes as numba,
+"""Kernels compiled ahead of time (offloadkit.aot, offloadkit.packet.jit): the same bytes as numba,
 no numba import for the capture verbs, a stale module ignored, numba for everything not exported."""
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from offloadkit import aot, jit, numba_cache
+from offloadkit import aot, numba_cache
+from offloadkit.packet import jit
 from offloadkit.resources import data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +48,7 @@ def test_arg_keys_are_numbas_type_names():
 
 
 FAKE = '''
-from offloadkit.jit import njit
+from offloadkit.packet.jit import njit
 
 @njit(cache=False)
 def twice(x):

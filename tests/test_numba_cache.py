@@ -47,5 +47,5 @@ def test_only_numba_sources_count(tmp_path):
 def test_modules_taking_the_kits_njit_are_kernel_sources(tmp_path):
     pkg = make_package(tmp_path / "pkg")
     before = numba_cache.sources_fingerprint(pkg)
-    (pkg / "engine" / "gro.py").write_text("import numpy as np\nfrom ..jit import njit\n")
+    (pkg / "engine" / "gro.py").write_text("import numpy as np\nfrom ..packet.jit import njit\n")
     assert numba_cache.sources_fingerprint(pkg) != before

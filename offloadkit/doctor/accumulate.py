@@ -16,7 +16,7 @@ use, and the caller then counts again with the final values (``mtu=``, ``mss=``)
 from __future__ import annotations
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 from .. import codes
 from .originals import REL_BITS, REL_MASK, Originals

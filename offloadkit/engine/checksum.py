@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 from .. import codes
 from ..trace import Trace

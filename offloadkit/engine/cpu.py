@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 from .. import codes
 from ..trace import Trace

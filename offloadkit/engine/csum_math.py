@@ -30,7 +30,7 @@ Correct vs deliberately wrong checksums:
 from __future__ import annotations
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 from ..packet.csum import csum_bytes
 from ..packet.tcp_options import (

@@ -55,7 +55,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 from .. import codes
 from ..codes import GRO_END_OF_POLL, GRO_FIRST, GRO_IP_RULE, GRO_MERGED, GRO_NOT_SAME_FLOW, GRO_PURE_ACK, GRO_TABLE_FULL

@@ -10,7 +10,7 @@ hashes into dense ids. Used by ``engine.gro`` and ``engine.lro``.
 from __future__ import annotations
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 
 @njit(cache=True, nogil=True)

@@ -12,7 +12,7 @@ trace (``engine.gro.gro_kernel``) and the TCP loop's receiver
 from __future__ import annotations
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 from ..codes import (CWR, FIN, GRO_ACK_DIFFERS, GRO_CHECKSUM, GRO_FLAGS, GRO_IP_RULE, GRO_MERGED, GRO_OFF,
                      GRO_OPTIONS_DIFFER, GRO_PURE_ACK, GRO_SEQ_GAP, GRO_SIZE, PSH, RST, SYN, URG)

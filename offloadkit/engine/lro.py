@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 from .. import codes
 from ..trace import Trace

@@ -27,7 +27,7 @@ The TCP simulator can call ``mtu_drop_reason`` (one packet) or
 from __future__ import annotations
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 from ..codes import (DROP_MTU_ICMP, DROP_MTU_SILENT, DROP_NONE, ENC_BYTES, ENC_MPLS, ENC_PPPOE, ENC_VLAN,
                      ENC_VXLAN)

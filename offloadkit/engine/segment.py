@@ -107,7 +107,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 from ..codes import (ACK, CSUM_NONE, CSUM_PARTIAL, CWR, DROP_GSO_EINVAL, DROP_GSO_EPROTONOSUPPORT, FIN,
                      GSO_TCP_ACCECN, GSO_TCP_FIXEDID, NIC_DROP_GSO, NIC_HW_TSO, NIC_MODELS, NIC_RTL8139_CLOBBERED,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 from ..packet.fast import FAST_COLUMNS, decode_eth_ipv4_tcp
 from ..packet.link import LINKTYPE_ETHERNET

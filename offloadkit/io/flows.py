@@ -7,7 +7,7 @@ is the same for one whole Trace.
 from __future__ import annotations
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 from ..trace import Trace
 

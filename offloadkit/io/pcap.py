@@ -14,7 +14,7 @@ import struct
 from typing import Iterator
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 from ..packet.build import PAYLOAD_SOURCE, SNAPLEN, frames
 from ..packet.link import LINKTYPE_ETHERNET, linktype_field, split_linktype_field

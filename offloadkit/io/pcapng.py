@@ -16,7 +16,7 @@ import struct
 from typing import Iterable, Iterator
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 from .records import CaptureResult, Record, Stats, clamp_time, write_output
 

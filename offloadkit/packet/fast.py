@@ -7,7 +7,7 @@ decoder it is tested against (tests/io, tests/rewrite); status 1 is not TCP, 3 n
 from __future__ import annotations
 
 import numpy as np
-from ..jit import njit
+from .jit import njit
 
 from .csum import fold_nb
 

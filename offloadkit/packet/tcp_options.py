@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
-from ..jit import njit
+from .jit import njit
 
 from ..trace import MAX_SACK_BLOCKS
 

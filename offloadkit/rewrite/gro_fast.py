@@ -10,7 +10,7 @@ the output records (copies, merges patched as ``inet_gro_complete`` /
 from __future__ import annotations
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 from ..codes import FIN, PSH
 from ..packet.csum import csum_bytes, fold_nb

@@ -11,7 +11,7 @@ the bytes Python built (``side``).
 from __future__ import annotations
 
 import numpy as np
-from ..jit import njit
+from ..packet.jit import njit
 
 from ..codes import CSUM_PARTIAL
 from ..packet.csum import csum_bytes, fold_nb

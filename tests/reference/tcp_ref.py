@@ -21,7 +21,7 @@ import types
 from numba.core.dispatcher import Dispatcher
 
 from offloadkit.engine import tcp as _tcp
-from offloadkit.jit import Kernel
+from offloadkit.packet.jit import Kernel
 from offloadkit.sim import simulate as _sim
 from offloadkit.sim.pack import pack
 
@@ -42,7 +42,7 @@ def _load() -> types.ModuleType:
     sys.modules[NAME] = pkg
     for name in ORDER:
         path = folder / f"{name}.py"
-        src = path.read_text().replace("from ...jit import njit", "njit = _identity_njit")
+        src = path.read_text().replace("from ...packet.jit import njit", "njit = _identity_njit")
         assert "njit = _identity_njit" in src or "njit" not in src, f"{path}: the kit's njit import line moved"
         mod = types.ModuleType(f"{NAME}.{name}")
         mod.__package__ = NAME

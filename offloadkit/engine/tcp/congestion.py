@@ -8,7 +8,7 @@ ACK-train detection is not modelled). Spec §3.
 from __future__ import annotations
 
 import numpy as np
-from ...jit import njit
+from ...packet.jit import njit
 
 from .layout import (CC_CUBIC, CC_NEWRENO, FF_EPOCH, FF_K, FF_ORIGIN, FF_WEST, FF_WMAX, FP_CC, F_CWND, F_CWND_CNT,
                      F_HS_CNT, F_HS_CURR, F_HS_END, F_HS_FOUND, F_MAXOUT, F_MIN_RTT, F_SND_NXT, F_SND_UNA,

@@ -7,7 +7,7 @@ lost) and the propagation delay to the next hop or the receiver's queue.
 """
 from __future__ import annotations
 
-from ...jit import njit
+from ...packet.jit import njit
 
 from ...codes import DROP_MTU_ICMP, DROP_NONE, DROP_QUEUE_FULL, DROP_RANDOM_LOSS
 from ..path import mtu_drop_reason

@@ -22,7 +22,7 @@ and RACK reordering timers (``sender.set_timer``, ``recovery.mark_lost``):
 """
 from __future__ import annotations
 
-from ...jit import njit
+from ...packet.jit import njit
 
 JIFFY_NS = 4_000_000             # CONFIG_HZ=250: Debian's, Ubuntu's and the lab kernel's
 TCP_TIMEOUT_MIN = 2              # ticks

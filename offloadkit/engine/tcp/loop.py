@@ -9,7 +9,7 @@ results (``tests/reference/tcp_ref.py`` does that for one loop only).
 from __future__ import annotations
 
 import numpy as np
-from ...jit import njit
+from ...packet.jit import njit
 
 from .hops import hop_arrive
 from .layout import (AK_FLOW, EV_ACK, EV_DELACK, EV_HOP, EV_ICMP, EV_POLL, EV_REO, EV_SAMPLE, EV_START, EV_TIMER,

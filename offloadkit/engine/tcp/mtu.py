@@ -12,7 +12,7 @@ lost at snd_una lowers ``search_high`` (``recovery.recovery_state``).
 """
 from __future__ import annotations
 
-from ...jit import njit
+from ...packet.jit import njit
 
 from .layout import (F_CWND, F_CWND_CNT, F_MSS, F_MTUP_ON, F_PMSS, F_PROBE_MTU, F_SEARCH_HI, F_SEARCH_LO,
                      F_SSTHRESH, F_STATE, INF, P_BASE_MSS, P_MSS, P_MTU_PROBING, P_THL, ST_OPEN)

@@ -16,7 +16,7 @@ over the reverse path's propagation delay, without loss.
 from __future__ import annotations
 
 import numpy as np
-from ...jit import njit
+from ...packet.jit import njit
 
 from ...codes import GRO_END_OF_POLL, GRO_MERGED, PSH
 from ..gro_rules import (KIND_OFF, dev_gro_receive_kind, inet_gro_flush, inet_gro_flush_id, skb_gro_receive,

@@ -16,7 +16,7 @@ loss-probe episode (``tcp_process_tlp_ack``) and ``tcp_may_raise_cwnd`` are here
 from __future__ import annotations
 
 import numpy as np
-from ...jit import njit
+from ...packet.jit import njit
 
 from .congestion import cc_ssthresh
 from .jiffies import inet_csk_rto_expiry, tcp_rack_reo_expiry

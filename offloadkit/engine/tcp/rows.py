@@ -9,7 +9,7 @@ ports, window, option length), the capture point's framing and checksum state.
 from __future__ import annotations
 
 import numpy as np
-from ...jit import njit
+from ...packet.jit import njit
 
 from ...codes import CSUM_NONE, GSO_TCPV4
 from .layout import (R_ACK, R_DIR, R_DROP, R_FLAGS, R_FLOW, R_GRO, R_GSO_SEGS, R_GSO_SIZE, R_IPID, R_IPLEN, R_LEN,

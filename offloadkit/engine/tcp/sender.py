@@ -19,7 +19,7 @@ success, ``on_timer`` runs the black-hole detection of ``tcp_write_timeout``.
 from __future__ import annotations
 
 import numpy as np
-from ...jit import njit
+from ...packet.jit import njit
 
 from ...codes import ACK, PSH
 from ..segment import (NIC_DROP_GSO, NIC_SW_GSO, nic_chunk_size, nic_effective, segment_flags, segment_ip_id,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from ...jit import njit
+from ...packet.jit import njit
 
 from ...codes import ACK
 from .layout import (AK_ACK, AK_FLOW, AK_LEN_COLS, AK_N, AK_S0, AK_TSECR, EV_HOP, FF_LEN, FP_LEN, F_LEN, G_AK_FRESH,

@@ -1,4 +1,5 @@
-"""The one ``njit`` of the kit's kernel modules (``from ..jit import njit``).
+"""The one ``njit`` of the kit's kernel modules (``from ..packet.jit import njit``; it sits on the
+lowest floor that holds kernels, so every floor above takes it by a downward import).
 
 Without a compiled module for this install (see ``offloadkit.aot``), or with
 ``OFFLOADKIT_AOT=0``, it is ``numba.njit`` with the same arguments.
@@ -17,7 +18,7 @@ import inspect
 import os
 import sys
 
-from . import aot, numba_cache
+from .. import aot, numba_cache
 
 DEBUG_ENV = "OFFLOADKIT_DEBUG"
 EXPORTS = aot.load()     # None: numba mode
@@ -32,7 +33,7 @@ def njit(*args, **options):
     if args and callable(args[0]):
         return Kernel(args[0], options)
     if args:
-        raise TypeError("offloadkit.jit.njit: give options by keyword, signatures are chosen by warmup")
+        raise TypeError("offloadkit.packet.jit.njit: give options by keyword, signatures are chosen by warmup")
     return lambda func: Kernel(func, options)
 
 
