@@ -15,6 +15,7 @@ import numpy as np
 
 from ..engine import tcp as K
 from ..engine.segment import NIC_MODELS, NicModel, nic_chunk_size
+from .addresses import gro_buckets
 from .scenario import IP_HLEN, Hop, Scenario
 
 MAX_EVENTS = 2_000_000_000
@@ -126,6 +127,7 @@ P_FROM = {
     "tso_defer": lambda sc, d: sc.tcp.tso_defer,
     "loss_timers": lambda sc, d: sc.tcp.loss_timers,
     "rto_timer": lambda sc, d: sc.tcp.rto_timer,
+    "ipv4": lambda sc, d: sc.ip_version == 4,
 }
 
 FP_FROM = {
@@ -133,6 +135,7 @@ FP_FROM = {
     "start_ns": lambda sc, f: f.start_ns,
     "extra_rtt": lambda sc, f: f.extra_rtt_ns,
     "cc": lambda sc, f: K.CC_CUBIC if f.cc == "cubic" else K.CC_NEWRENO,
+    "bucket": lambda sc, f: 0,      # the GRO hash bucket: pack() writes all flows' at once (gro_buckets)
 }
 
 HP_FROM = {
@@ -196,4 +199,5 @@ def pack(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, 
     HL = np.array([h.loss for h in sc.path], np.float64)
     flows = [sc.flow(i) for i in range(sc.flows)]
     FP = np.array([[int(FP_FROM[name](sc, f)) for name in K.FP_FIELDS] for f in flows], np.int64)
+    FP[:, K.FP_BUCKET] = gro_buckets(sc.flows, sc.ip_version)
     return P, HP.reshape(len(sc.path), len(K.HP_FIELDS)), HL, nic_params(sc), FP

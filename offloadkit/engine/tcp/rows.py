@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from ...codes import CSUM_NONE, GSO_TCPV4
-from .layout import (R_ACK, R_DIR, R_DROP, R_FLAGS, R_FLOW, R_GRO, R_GSO_SEGS, R_GSO_SIZE, R_IPID, R_IPLEN, R_LEN,
+from .layout import (R_ACK, R_DIR, R_DROP, R_FLAGS, R_FLOW, R_GRO, R_GSOX, R_GSO_SEGS, R_GSO_SIZE, R_IPID, R_IPLEN, R_LEN,
                      R_POINT, R_SACK0, R_SACKN, R_SEQ, R_TIME, R_TSECR, R_TSVAL)
 
 U32 = np.int64(0xFFFFFFFF)
@@ -73,7 +73,7 @@ def rows_to_columns(R, rows, dest, isn_s, isn_r, ts_s, ts_r, half_rtt_ns, timest
         if R[r, R_GSO_SEGS] > 1:
             gso_size[i] = R[r, R_GSO_SIZE]
             gso_segs[i] = R[r, R_GSO_SEGS]
-            gso_type[i] = GSO_TCPV4
+            gso_type[i] = GSO_TCPV4 | R[r, R_GSOX]
         else:
             gso_size[i] = 0
             gso_segs[i] = 0
