@@ -128,6 +128,7 @@ P_FROM = {
     "loss_timers": lambda sc, d: sc.tcp.loss_timers,
     "rto_timer": lambda sc, d: sc.tcp.rto_timer,
     "ipv4": lambda sc, d: sc.ip_version == 4,
+    "rec_rx": lambda sc, d: 0,      # pack(sc, rx_rows=True) records them
 }
 
 FP_FROM = {
@@ -186,14 +187,15 @@ def check_feasible(sc: Scenario, P: np.ndarray) -> None:
                          f"per point); lower flows, rwnd_bytes or trace_limit")
 
 
-def pack(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def pack(sc: Scenario, rx_rows: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(P, HP, HL, NP, FP)``: loop parameters, hop table, hop loss rates, NIC model parameters,
-    per-flow parameters.
+    per-flow parameters. ``rx_rows``: also record what each NAPI poll took (the hidden "rx" point).
 
     Raises ValueError for a run that cannot fit (``check_feasible``).
     """
     d = derived(sc)
     P = np.array([int(P_FROM[name](sc, d)) for name in K.P_FIELDS], np.int64)
+    P[K.P_REC_RX] = rx_rows
     check_feasible(sc, P)
     HP = np.array([[int(HP_FROM[name](h)) for name in K.HP_FIELDS] for h in sc.path], np.int64)
     HL = np.array([h.loss for h in sc.path], np.float64)

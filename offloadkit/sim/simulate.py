@@ -19,6 +19,7 @@ keeps the same aggregates with the reason that closed each (what TCP was handed)
 """
 from __future__ import annotations
 
+import functools
 import warnings as _warnings
 from dataclasses import dataclass, field
 
@@ -27,7 +28,7 @@ import numpy as np
 from .. import codes
 from ..engine import checksum, csum_math
 from ..engine import tcp as K
-from ..engine.tcp.rows import OUT_COLUMNS, rows_to_columns
+from ..engine.tcp.rows import OUT_COLUMNS, record_order, rows_to_columns
 from .addresses import DPORT, RECEIVER_IP, SENDER_IP
 from .ipv6 import as_ipv6, ipv6_partial_check
 from .pack import pack
@@ -88,9 +89,15 @@ class Result:
     series_cwnd: np.ndarray           # [flow, sample] segments
     series_ssthresh: np.ndarray       # [flow, sample] segments (huge before the first loss)
     mss_bytes: int
-    loop_receiver: Trace = field(repr=False, default=None)
+    loop_rows: object = field(repr=False, default=None)       # () -> loop_receiver, or that Trace
     retransmission: np.ndarray = field(repr=False, default=None)   # per trace row: a retransmitted packet
     warnings: tuple = ()
+
+    @functools.cached_property
+    def loop_receiver(self) -> Trace:
+        """The receiver's aggregates as the loop's GRO handed them to TCP (the reason that closed each),
+        built when first asked for."""
+        return self.loop_rows() if callable(self.loop_rows) else self.loop_rows
 
     @property
     def partial(self) -> bool:
@@ -162,9 +169,10 @@ class Result:
         }
 
 
-def run(sc: Scenario) -> K.World:
-    """Run the loop; returns the World of arrays (for tests and tools that want the raw state)."""
-    W = K.make_world(*pack(sc))
+def run(sc: Scenario, rx_rows: bool = False) -> K.World:
+    """Run the loop; returns the World of arrays (for tests and tools that want the raw state).
+    ``rx_rows``: also record what each NAPI poll took (the hidden "rx" point, for the reference assembly)."""
+    W = K.make_world(*pack(sc, rx_rows))
     K.run_kernel(W)
     return W
 
@@ -179,11 +187,6 @@ def flow_constants(sc: Scenario):
     ts_s = rng.integers(0, 2**31, sc.flows, dtype=np.int64)
     ts_r = rng.integers(0, 2**31, sc.flows, dtype=np.int64)
     return isn_s, isn_r, ts_s, ts_r
-
-
-def _record_order(R: np.ndarray) -> np.ndarray:
-    """Recorded rows by capture point, then time, then recording order (one stable sort of one key)."""
-    return np.argsort((R[:, K.R_POINT] << 44) | R[:, K.R_TIME], kind="stable")   # event times < 2**43 ns
 
 
 def _row_constants(sc: Scenario) -> tuple:
@@ -243,14 +246,11 @@ def assemble(sc: Scenario, W: K.World) -> Result:
     R = W.REC[:int(W.G[K.G_RECTOT])]
     consts = _row_constants(sc)
     recv_code = npts - 1
-    order = _record_order(R)
+    order = record_order(R, npts + 2)
     pt, data = R[order, K.R_POINT], R[order, K.R_DIR] == 0
     k = int(np.count_nonzero(pt < recv_code))
     keep = order[(pt < recv_code) | ((pt == recv_code) & ~data)]    # by point, then time; the receiver's ACKs last
-    loop_recv = _rows_trace(R, order[(pt == recv_code) & data], names + ("_rx",), consts)
-    loop_recv = loop_recv.with_point(names[-1])
-    if sc.ip_version == 6:
-        loop_recv = as_ipv6(loop_recv, SENDER_IP)
+    loop_rows = order[(pt == recv_code) & data]
     agg = order[pt == npts + 1]
     # the receiver point mixes two sources: its ACKs and GRO's output, by time (ACKs first at equal times)
     acks = keep[k:]
@@ -288,10 +288,16 @@ def assemble(sc: Scenario, W: K.World) -> Result:
     retx = np.zeros(len(trace), bool)
     retx[dest_keep] = R[keep, K.R_RETX] != 0
 
-    return result_of(sc, W, trace, loop_recv, retx)
+    return result_of(sc, W, trace, functools.partial(_loop_receiver, sc, R, loop_rows, consts), retx)
 
 
-def result_of(sc: Scenario, W: K.World, trace: Trace, loop_receiver: Trace, retransmission: np.ndarray) -> Result:
+def _loop_receiver(sc: Scenario, R: np.ndarray, rows: np.ndarray, consts: tuple) -> Trace:
+    """The receiver point's aggregates as the loop handed them to TCP, each with the reason that closed it."""
+    t = _rows_trace(R, rows, sc.point_names + ("_rx",), consts).with_point(sc.point_names[-1])
+    return as_ipv6(t, SENDER_IP) if sc.ip_version == 6 else t
+
+
+def result_of(sc: Scenario, W: K.World, trace: Trace, loop_receiver, retransmission: np.ndarray) -> Result:
     """The Result of a run: its counters and series from ``W``, with the assembled traces."""
     G = W.G
     flows_done = W.F[:, K.F_DONE_NS].copy()
@@ -327,7 +333,7 @@ def result_of(sc: Scenario, W: K.World, trace: Trace, loop_receiver: Trace, retr
         events=int(G[K.G_EVENTS]), series_time_ns=W.SM[0, :k].copy(), series_delivered_bytes=W.SM[1, :k].copy(),
         series_cwnd=W.SM[2:2 + sc.flows, :k].copy(), series_ssthresh=W.SM[2 + sc.flows:, :k].copy(),
         mss_bytes=sc.mss_bytes,
-        loop_receiver=loop_receiver, retransmission=retransmission, warnings=tuple(warnings),
+        loop_rows=loop_receiver, retransmission=retransmission, warnings=tuple(warnings),
     )
 
 

@@ -29,7 +29,7 @@ P_FIELDS = ("flows", "total", "end_ns", "mss", "thl", "ts", "sack", "cc", "iw", 
             "rev_delay", "psh_gso", "nhops", "npoints", "pkcap", "akcap", "hcap", "rxcap", "qcap", "base_rtt",
             "max_events", "seed", "rtx_tso", "reo_timer", "prr_una", "rack_time", "fack", "ofo_quick", "mtu_probing",
             "base_mss", "tso_defer",
-            "loss_timers", "rto_timer", "ipv4")
+            "loss_timers", "rto_timer", "ipv4", "rec_rx")
 # hop table HP columns
 HP_FIELDS = ("rate", "delay", "mtu", "over", "qpkts", "qbytes", "icmp", "encap", "labels", "whole")
 # global counters G (hn: events pending, hrows: rows of the heap array in use; pk_fresh / ak_fresh: pool
@@ -39,6 +39,8 @@ G_FIELDS = ("hn", "seqno", "ftop", "atop", "rxh", "rxt", "napi", "nic_busy", "ev
             "sent_pkts", "sent_bytes", "wire_pkts", "wire_bytes", "acks", "nic_drop_pkts", "nic_drop_bytes",
             "rx_pkts", "rx_bytes", "gro_pkts", "now", "icmps", "rectot", "nheld", "hrows", "pk_fresh", "ak_fresh", "rng",
             "holds", "tstop", "tlast", "tnpoll", "bcount")
+# rec_rx (P): record the hidden "rx" point's rows (what each poll took; tests/reference re-runs the batch GRO
+# over them), else only count them
 # holds: aggregates held so far (their age order); tstop: the receiver's trace rows have ended (the "rx" point
 # is full); tlast / tnpoll: time and poll position of the last traced arrival; bcount: held per GRO bucket
 # per-flow state F (int64)

@@ -29,7 +29,7 @@ from .layout import (AK_ACK, AK_FLOW, AK_N, AK_S0, AK_TSECR, EV_ACK, EV_DELACK, 
                      GRO_MAX_HELD, GRO_MODE_GRO, GRO_MODE_OFF, G_ACKS, G_BCOUNT, G_DELIV, G_DONE_FLOWS, G_GRO_PKTS,
                      G_HOLDS, G_LAST_DONE, G_NAPI, G_NHELD, G_RECN, G_RXH, G_RXT, G_TLAST, G_TNPOLL, G_TSTOP, INF,
                      PK_FLAGS, PK_FLOW, PK_IPID, PK_LEN, PK_SEQ, PK_TS, P_BUDGET, P_DELACK, P_DELACK_NS, P_GRO,
-                     P_GRO_MAX, P_IPV4, P_NPOINTS, P_OCAP, P_OFO_QUICK, P_QUICK, P_REC_LIMIT, P_REV_DELAY, P_RWND,
+                     P_GRO_MAX, P_IPV4, P_NPOINTS, P_OCAP, P_OFO_QUICK, P_QUICK, P_REC_LIMIT, P_REC_RX, P_REV_DELAY, P_RWND,
                      P_RXCAP, P_SACK, P_THL, P_TS, R_FLAGS, R_FLOW, R_GRO, R_GSOX, R_GSO_SEGS, R_GSO_SIZE, R_IPID,
                      R_IPLEN, R_LEN, R_SEQ, R_TSVAL)
 from .world import ak_alloc, heap_push, pk_free, rec_ack, rec_pkt, rec_row
@@ -428,7 +428,10 @@ def poll(W, now):
         pid = W.RXQ[G[G_RXH] % cap]
         G[G_RXH] += 1
         traced = G[rx] < P[P_REC_LIMIT]
-        rec_pkt(W, P[P_NPOINTS], now, pid, 0, 0, 0, 0)              # the hidden "rx" point: GRO input
+        if P[P_REC_RX]:
+            rec_pkt(W, P[P_NPOINTS], now, pid, 0, 0, 0, 0)          # the hidden "rx" point: GRO input
+        elif traced:
+            G[rx] += 1                                              # counted only: the trace's input ends there
         _gro_receive(W, pid, now)
         pk_free(W, pid)
         k += 1

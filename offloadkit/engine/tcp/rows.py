@@ -82,6 +82,37 @@ def rows_to_columns(R, rows, dest, isn_s, isn_r, ts_s, ts_r, half_rtt_ns, timest
         gro_reason[i] = R[r, R_GRO]
 
 
+@njit(cache=True, nogil=True)
+def record_order(R, npoints):
+    """Recorded rows by capture point, then time, then recording order: a counting sort by point (rows
+    are recorded nearly in time order), then a stable sort of the few points whose times go back."""
+    n = len(R)
+    start = np.zeros(npoints + 1, np.int64)
+    for r in range(n):
+        start[R[r, R_POINT] + 1] += 1
+    for p in range(npoints):
+        start[p + 1] += start[p]
+    at = start[:npoints].copy()
+    out = np.empty(n, np.int64)
+    for r in range(n):
+        p = R[r, R_POINT]
+        out[at[p]] = r
+        at[p] += 1
+    for p in range(npoints):
+        a, b = start[p], start[p + 1]
+        for j in range(a + 1, b):
+            if R[out[j], R_TIME] < R[out[j - 1], R_TIME]:
+                seg = out[a:b].copy()
+                t = np.empty(b - a, np.int64)
+                for k in range(b - a):
+                    t[k] = R[seg[k], R_TIME]
+                o = np.argsort(t, kind="mergesort")
+                for k in range(b - a):
+                    out[a + k] = seg[o[k]]
+                break
+    return out
+
+
 OUT_COLUMNS = ("time_ns", "point", "direction", "flow", "src_ip", "dst_ip", "sport", "dport", "seq", "ack",
                "payload_len", "flags", "window", "tcp_hlen", "opt_ts", "tsval", "tsecr", "sack_n", "sack", "ip_id",
                "ip_len", "l2_bytes", "encap", "gso_size", "gso_segs", "gso_type", "csum_state", "drop", "gro_reason")
