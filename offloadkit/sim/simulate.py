@@ -225,8 +225,9 @@ def _fill(cols: dict, R: np.ndarray, rows: np.ndarray, dest: np.ndarray, consts:
 
 def _new_trace(n: int, points: tuple) -> Trace:
     """A Trace of ``n`` rows for ``rows_to_columns`` to fill: its columns uninitialised, the others defaults."""
-    cols = {name: np.empty((n, *shape), dtype) if name in OUT_COLUMNS else np.full((n, *shape), default, dtype)
-            for name, (dtype, default, shape) in FIELDS.items()}
+    cols = {name: np.empty((n, *shape), dtype) if name in OUT_COLUMNS else
+            np.zeros((n, *shape), dtype) if default == 0 else np.full((n, *shape), default, dtype)
+            for name, (dtype, default, shape) in FIELDS.items()}      # zeros: pages the OS maps when read
     return Trace(cols, points)
 
 
