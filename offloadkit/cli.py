@@ -91,7 +91,8 @@ def _run(args) -> int:
     quiet = getattr(args, "quiet", False)
     if args.verb == "warmup":
         return int(args._run(args) or 0)
-    from . import aot, jit, numba_cache
+    from . import aot, numba_cache
+    from .packet import jit
     if jit.EXPORTS is not None and args.verb in aot.VERBS:
         status = int(args._run(args) or 0)
         sys.stdout.flush()

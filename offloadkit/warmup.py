@@ -94,7 +94,8 @@ def recorded_verbs(folder: Path) -> list[list[str]]:
 def build_aot(progress=None) -> int:
     """Record :func:`recorded_verbs` in numba mode and build the AOT module (``aot_build``);
     0 when built, 1 when it could not be (one line says why; the kit runs on numba)."""
-    from . import aot_build, jit
+    from . import aot_build
+    from .packet import jit
     from .cli import main as cli_main
     say = progress or (lambda line: None)
     if jit.EXPORTS is not None:
