@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from ..packet.jit import njit
 
-from ..codes import (CWR, FIN, GRO_ACK_DIFFERS, GRO_CHECKSUM, GRO_FLAGS, GRO_IP_RULE, GRO_MERGED, GRO_OFF,
+from ..codes import (CWR, FIN, GRO_ACK_DIFFERS, GRO_CHECKSUM, GRO_FIRST, GRO_FLAGS, GRO_IP_RULE, GRO_MERGED, GRO_OFF,
                      GRO_OPTIONS_DIFFER, GRO_PURE_ACK, GRO_SEQ_GAP, GRO_SIZE, PSH, RST, SYN, URG)
 
 FLUSH_FLAGS = URG | PSH | RST | SYN | FIN
@@ -40,6 +40,16 @@ def dev_gro_receive_kind(kind):
     if kind == KIND_OFF:
         return GRO_OFF
     return GRO_MERGED
+
+
+@njit(cache=True, nogil=True, inline="always")
+def gro_start_reason(plen, flags, last_close):
+    """Why a TCP segment with nothing of its flow held starts a new aggregate: a pure ACK
+    (GRO_PURE_ACK), else why the flow's previous packet was delivered (``last_close``, a GRO_* code),
+    or GRO_FIRST for the flow's first packet (``last_close`` < 0)."""
+    if plen == 0 and (flags & FLUSH_FLAGS) == 0:
+        return GRO_PURE_ACK
+    return last_close if last_close >= 0 else GRO_FIRST
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..engine import tcp as K
 from ..engine.segment import NIC_MODELS, NicModel, nic_chunk_size
+from .addresses import gro_buckets
 from .scenario import IP_HLEN, Hop, Scenario
 
 MAX_EVENTS = 2_000_000_000
@@ -126,6 +127,8 @@ P_FROM = {
     "tso_defer": lambda sc, d: sc.tcp.tso_defer,
     "loss_timers": lambda sc, d: sc.tcp.loss_timers,
     "rto_timer": lambda sc, d: sc.tcp.rto_timer,
+    "ipv4": lambda sc, d: sc.ip_version == 4,
+    "rec_rx": lambda sc, d: 0,      # pack(sc, rx_rows=True) records them
 }
 
 FP_FROM = {
@@ -133,6 +136,7 @@ FP_FROM = {
     "start_ns": lambda sc, f: f.start_ns,
     "extra_rtt": lambda sc, f: f.extra_rtt_ns,
     "cc": lambda sc, f: K.CC_CUBIC if f.cc == "cubic" else K.CC_NEWRENO,
+    "bucket": lambda sc, f: 0,      # the GRO hash bucket: pack() writes all flows' at once (gro_buckets)
 }
 
 HP_FROM = {
@@ -183,17 +187,19 @@ def check_feasible(sc: Scenario, P: np.ndarray) -> None:
                          f"per point); lower flows, rwnd_bytes or trace_limit")
 
 
-def pack(sc: Scenario) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def pack(sc: Scenario, rx_rows: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(P, HP, HL, NP, FP)``: loop parameters, hop table, hop loss rates, NIC model parameters,
-    per-flow parameters.
+    per-flow parameters. ``rx_rows``: also record what each NAPI poll took (the hidden "rx" point).
 
     Raises ValueError for a run that cannot fit (``check_feasible``).
     """
     d = derived(sc)
     P = np.array([int(P_FROM[name](sc, d)) for name in K.P_FIELDS], np.int64)
+    P[K.P_REC_RX] = rx_rows
     check_feasible(sc, P)
     HP = np.array([[int(HP_FROM[name](h)) for name in K.HP_FIELDS] for h in sc.path], np.int64)
     HL = np.array([h.loss for h in sc.path], np.float64)
     flows = [sc.flow(i) for i in range(sc.flows)]
     FP = np.array([[int(FP_FROM[name](sc, f)) for name in K.FP_FIELDS] for f in flows], np.int64)
+    FP[:, K.FP_BUCKET] = gro_buckets(sc.flows, sc.ip_version)
     return P, HP.reshape(len(sc.path), len(K.HP_FIELDS)), HL, nic_params(sc), FP

@@ -11,31 +11,30 @@ Rows with ``drop != 0`` are packets dropped at that point (a tcpdump there
 would not show them): GSO failures at the sender point, MTU/queue/random
 losses at a hop point. ACK rows have ``direction == 1``.
 
-The receiver's data rows are rebuilt with the kernel-exact GRO module
-(``engine.gro``) from the packets each NAPI poll took, so reasons and
-aggregate boundaries follow the spec; the loop's own GRO model (which clocks
-the ACKs) is kept in ``Result.loop_receiver`` for comparison.
+The receiver's data rows are the aggregates of the loop's GRO (``engine.tcp.receiver``,
+the rules of ``engine.gro_rules``), recorded as the batch GRO (``engine.gro``) would
+report them over the packets the hidden "rx" point recorded: the head packet's reason,
+the end-of-poll order of the kernel's buckets, the checksum state. ``Result.loop_receiver``
+keeps the same aggregates with the reason that closed each (what TCP was handed).
 """
 from __future__ import annotations
 
+import functools
 import warnings as _warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import codes
-from ..engine import csum_math
+from ..engine import checksum, csum_math
 from ..engine import tcp as K
-from ..engine.gro import GroParams, gro
-from ..engine.tcp.rows import OUT_COLUMNS, rows_to_columns
+from ..engine.tcp.rows import OUT_COLUMNS, record_order, rows_to_columns
+from .addresses import DPORT, RECEIVER_IP, SENDER_IP
 from .ipv6 import as_ipv6, ipv6_partial_check
 from .pack import pack
 from .scenario import Hop, Receiver, Scenario
 from ..trace import FIELDS, Trace
 
-SENDER_IP = 0xC6120001      # 198.18.0.1
-RECEIVER_IP = 0xC6130001    # 198.19.0.1
-DPORT = 5201
 DATA_WINDOW = 502
 OVERFLOW_NAMES = {1: "event heap", 2: "packet pool", 4: "ACK pool", 8: "receive queue", 16: "event limit"}
 
@@ -90,9 +89,15 @@ class Result:
     series_cwnd: np.ndarray           # [flow, sample] segments
     series_ssthresh: np.ndarray       # [flow, sample] segments (huge before the first loss)
     mss_bytes: int
-    loop_receiver: Trace = field(repr=False, default=None)
+    loop_rows: object = field(repr=False, default=None)       # () -> loop_receiver, or that Trace
     retransmission: np.ndarray = field(repr=False, default=None)   # per trace row: a retransmitted packet
     warnings: tuple = ()
+
+    @functools.cached_property
+    def loop_receiver(self) -> Trace:
+        """The receiver's aggregates as the loop's GRO handed them to TCP (the reason that closed each),
+        built when first asked for."""
+        return self.loop_rows() if callable(self.loop_rows) else self.loop_rows
 
     @property
     def partial(self) -> bool:
@@ -164,9 +169,10 @@ class Result:
         }
 
 
-def run(sc: Scenario) -> K.World:
-    """Run the loop; returns the World of arrays (for tests and tools that want the raw state)."""
-    W = K.make_world(*pack(sc))
+def run(sc: Scenario, rx_rows: bool = False) -> K.World:
+    """Run the loop; returns the World of arrays (for tests and tools that want the raw state).
+    ``rx_rows``: also record what each NAPI poll took (the hidden "rx" point, for the reference assembly)."""
+    W = K.make_world(*pack(sc, rx_rows))
     K.run_kernel(W)
     return W
 
@@ -183,23 +189,29 @@ def flow_constants(sc: Scenario):
     return isn_s, isn_r, ts_s, ts_r
 
 
-def _record_order(R: np.ndarray) -> np.ndarray:
-    """Recorded rows by capture point, then time, then recording order (one stable sort of one key)."""
-    return np.argsort((R[:, K.R_POINT] << 44) | R[:, K.R_TIME], kind="stable")   # event times < 2**43 ns
-
-
 def _row_constants(sc: Scenario) -> tuple:
-    """What ``rows_to_columns`` needs besides the rows: flow offsets, header fields, each point's framing."""
+    """What ``rows_to_columns`` needs besides the rows: flow offsets, header fields, each point's framing
+    (the named points, the hidden "rx" point, then the receiver's aggregates as the trace shows them)."""
     nh = len(sc.path)
-    l2 = np.array([14, 14] + [h.frame_overhead_bytes for h in sc.path] + [14, 14], np.int64)
-    enc = np.array([0, 0] + [h.encap_bits for h in sc.path] + [0, 0], np.int64)
+    l2 = np.array([14, 14] + [h.frame_overhead_bytes for h in sc.path] + [14, 14, 14], np.int64)
+    enc = np.array([0, 0] + [h.encap_bits for h in sc.path] + [0, 0, 0], np.int64)
     sw_partial = (not sc.nic.tso) and sc.nic.gso and sc.nic.tx_csum
     csum = np.array([codes.CSUM_PARTIAL if sc.nic.tx_csum else codes.CSUM_NONE,
                      codes.CSUM_PARTIAL if sw_partial else codes.CSUM_NONE] + [codes.CSUM_NONE] * nh
-                    + [codes.CSUM_NONE, codes.CSUM_NONE], np.int64)
+                    + [codes.CSUM_NONE, codes.CSUM_NONE, received_csum(sc.receiver)[0]], np.int64)
     rwin = min(sc.tcp.rwnd_bytes >> 7, 65535)
     return (*flow_constants(sc), sc.base_rtt_ns // 2, bool(sc.tcp.timestamps), rwin, l2, enc, csum,
             SENDER_IP, RECEIVER_IP, DPORT, DATA_WINDOW)
+
+
+def received_csum(receiver: Receiver) -> tuple[int, int]:
+    """(ip_summed, csum_level) of a packet GRO delivered unmerged: what the NIC reports for a correct
+    packet (``receiver.rx_csum``), after GRO's validation [skb_gro_checksum_validate] when GRO is on.
+    An aggregate is CHECKSUM_PARTIAL [tcp_gro_complete]."""
+    st, lv = checksum.rx_state_one(checksum.RX_MODE_CODES[receiver.rx_csum], codes.CSUM_NONE, 0, False, False)
+    if receiver.gro or receiver.lro:
+        _, _, _, st, lv = checksum.validate_one(st, lv, False, False, 0, 0, 0, True)
+    return int(st), int(lv)
 
 
 def _fill(cols: dict, R: np.ndarray, rows: np.ndarray, dest: np.ndarray, consts: tuple) -> None:
@@ -213,8 +225,9 @@ def _fill(cols: dict, R: np.ndarray, rows: np.ndarray, dest: np.ndarray, consts:
 
 def _new_trace(n: int, points: tuple) -> Trace:
     """A Trace of ``n`` rows for ``rows_to_columns`` to fill: its columns uninitialised, the others defaults."""
-    cols = {name: np.empty((n, *shape), dtype) if name in OUT_COLUMNS else np.full((n, *shape), default, dtype)
-            for name, (dtype, default, shape) in FIELDS.items()}
+    cols = {name: np.empty((n, *shape), dtype) if name in OUT_COLUMNS else
+            np.zeros((n, *shape), dtype) if default == 0 else np.full((n, *shape), default, dtype)
+            for name, (dtype, default, shape) in FIELDS.items()}      # zeros: pages the OS maps when read
     return Trace(cols, points)
 
 
@@ -224,56 +237,47 @@ def _rows_trace(R: np.ndarray, rows: np.ndarray, points: tuple, consts: tuple) -
     return t
 
 
-def receiver_gro(rx: Trace, receiver: Receiver) -> Trace:
-    """The kernel-exact GRO (``engine.gro``) over what each NAPI poll of the loop's receiver took
-    (one poll = one timestamp), the packets' checksums correct as they left the wire."""
-    if not len(rx):
-        return rx
-    ip_c, tcp_c = csum_math.trace_checksums(rx, True)
-    params = GroParams(enabled=receiver.gro or receiver.lro, napi_budget=receiver.napi_budget, poll_gap_ns=0,
-                       max_size=receiver.gro_max_size, rx_csum=receiver.rx_csum, verify_ip_csum=False,
-                       hz=1000)                   # the loop's NAPI model flushes old packets at HZ 1000
-    return gro(rx.replace(ip_csum=ip_c, tcp_csum=tcp_c), params).out
-
-
 def assemble(sc: Scenario, W: K.World) -> Result:
-    """The Result of a finished loop: every capture point's rows as one Trace, and the counters."""
+    """The Result of a finished loop: every capture point's rows as one Trace, and the counters.
+
+    The receiver's data rows are the aggregates the loop's GRO recorded as the trace shows them (the
+    hidden point after "rx", ``engine.tcp.receiver``); its ACKs come first at equal times."""
     names = sc.point_names
     npts = len(names)
     R = W.REC[:int(W.G[K.G_RECTOT])]
     consts = _row_constants(sc)
-    points = names + ("_rx",)
     recv_code = npts - 1
-    order = _record_order(R)
+    order = record_order(R, npts + 2)
     pt, data = R[order, K.R_POINT], R[order, K.R_DIR] == 0
     k = int(np.count_nonzero(pt < recv_code))
     keep = order[(pt < recv_code) | ((pt == recv_code) & ~data)]    # by point, then time; the receiver's ACKs last
-    loop_recv = _rows_trace(R, order[(pt == recv_code) & data], points, consts).with_point(names[-1])
-    rx = _rows_trace(R, order[pt == npts], points, consts)      # the hidden point: what each NAPI poll took
-    if sc.ip_version == 6:
-        loop_recv, rx = as_ipv6(loop_recv, SENDER_IP), as_ipv6(rx, SENDER_IP)
-    recv = receiver_gro(rx, sc.receiver)
+    loop_rows = order[(pt == recv_code) & data]
+    agg = order[pt == npts + 1]
     # the receiver point mixes two sources: its ACKs and GRO's output, by time (ACKs first at equal times)
     acks = keep[k:]
-    by_time = np.argsort(np.concatenate([R[acks, K.R_TIME], recv.time_ns]), kind="stable")
+    by_time = np.argsort(np.concatenate([R[acks, K.R_TIME], R[agg, K.R_TIME]]), kind="stable")
     at = np.empty(len(by_time), np.int64)
     at[by_time] = np.arange(k, k + len(by_time))
-    dest = np.concatenate([np.arange(k), at[:len(acks)]])
+    dest_keep = np.concatenate([np.arange(k), at[:len(acks)]])
     dest_recv = at[len(acks):]
-    trace = _new_trace(len(keep) + len(recv), names)
+    trace = _new_trace(len(keep) + len(agg), names)
     trace.meta["scenario"] = sc
     cols = trace.columns
-    for name, c in recv.columns.items():
-        cols[name][dest_recv] = c
+    _fill(cols, R, np.concatenate([keep, agg]), np.concatenate([dest_keep, dest_recv]), consts)
     cols["point"][dest_recv] = recv_code
-    _fill(cols, R, keep, dest, consts)
+    merged = dest_recv[cols["gso_segs"][dest_recv] > 1]
+    cols["csum_state"][merged] = codes.CSUM_PARTIAL
+    level = received_csum(sc.receiver)[1]
+    if level:
+        cols["csum_level"][dest_recv] = level
+        cols["csum_level"][merged] = 0
     if sc.ip_version == 6:
         trace = as_ipv6(trace, SENDER_IP)
         cols = trace.columns
     if len(trace):
         # header checksums as a capture would show them: the pseudo-header sum while CHECKSUM_PARTIAL
         ip_c, tcp_c = csum_math.trace_checksums(trace, True)
-        part = dest[cols["csum_state"][dest] == codes.CSUM_PARTIAL]
+        part = np.flatnonzero(cols["csum_state"] == codes.CSUM_PARTIAL)
         pseudo = np.zeros(len(part), np.uint16)
         csum_math.tcp_pseudo_kernel(cols["src_ip"][part], cols["dst_ip"][part], cols["tcp_hlen"][part],
                                     cols["payload_len"][part], pseudo)
@@ -281,16 +285,20 @@ def assemble(sc: Scenario, W: K.World) -> Result:
             pseudo = ipv6_partial_check(cols["src_ip6"][part], cols["dst_ip6"][part],
                                         cols["tcp_hlen"][part].astype(np.int64) + cols["payload_len"][part])
         tcp_c[part] = pseudo
-        ip_c[dest_recv] = recv.ip_csum
-        tcp_c[dest_recv] = recv.tcp_csum
         cols["ip_csum"], cols["tcp_csum"] = ip_c, tcp_c
     retx = np.zeros(len(trace), bool)
-    retx[dest] = R[keep, K.R_RETX] != 0
+    retx[dest_keep] = R[keep, K.R_RETX] != 0
 
-    return result_of(sc, W, trace, loop_recv, retx)
+    return result_of(sc, W, trace, functools.partial(_loop_receiver, sc, R, loop_rows, consts), retx)
 
 
-def result_of(sc: Scenario, W: K.World, trace: Trace, loop_receiver: Trace, retransmission: np.ndarray) -> Result:
+def _loop_receiver(sc: Scenario, R: np.ndarray, rows: np.ndarray, consts: tuple) -> Trace:
+    """The receiver point's aggregates as the loop handed them to TCP, each with the reason that closed it."""
+    t = _rows_trace(R, rows, sc.point_names + ("_rx",), consts).with_point(sc.point_names[-1])
+    return as_ipv6(t, SENDER_IP) if sc.ip_version == 6 else t
+
+
+def result_of(sc: Scenario, W: K.World, trace: Trace, loop_receiver, retransmission: np.ndarray) -> Result:
     """The Result of a run: its counters and series from ``W``, with the assembled traces."""
     G = W.G
     flows_done = W.F[:, K.F_DONE_NS].copy()
@@ -326,7 +334,7 @@ def result_of(sc: Scenario, W: K.World, trace: Trace, loop_receiver: Trace, retr
         events=int(G[K.G_EVENTS]), series_time_ns=W.SM[0, :k].copy(), series_delivered_bytes=W.SM[1, :k].copy(),
         series_cwnd=W.SM[2:2 + sc.flows, :k].copy(), series_ssthresh=W.SM[2 + sc.flows:, :k].copy(),
         mss_bytes=sc.mss_bytes,
-        loop_receiver=loop_receiver, retransmission=retransmission, warnings=tuple(warnings),
+        loop_rows=loop_receiver, retransmission=retransmission, warnings=tuple(warnings),
     )
 
 

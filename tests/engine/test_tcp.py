@@ -7,8 +7,11 @@ from hypothesis import strategies as st
 from offloadkit import codes
 from offloadkit.engine.tcp.jiffies import RTO_TIMER_EXACT, RTO_TIMER_WHEEL, tcp_rack_reo_expiry
 from offloadkit.sim.scenario import Hop, Nic, Receiver, Scenario, Tcp
+from offloadkit.sim import simulate as S
 from offloadkit.sim.simulate import simulate
+from reference import assemble_ref
 from reference.tcp_ref import simulate_ref
+
 
 BIG = 50_000     # trace_limit large enough to keep every packet of the small runs
 
@@ -127,15 +130,16 @@ def test_different_seeds_lose_different_packets():
                     trace_limit=BIG),
 ], ids=["10G", "1G-loss-3flows", "drop-gso", "budget-8", "64-flows"])
 def test_loop_gro_model_matches_the_kernel_exact_gro(sc):
-    """The ACKs are clocked by the loop's GRO (engine.gro_rules, the poll flushing only the flows it holds);
-    the receiver trace comes from the batch GRO (engine.gro) over the same arrivals: same packets."""
-    r = simulate(sc)
-    exact = r.at(sc.receiver_point)
-    exact = exact[exact.direction == 0]
-    loop = r.loop_receiver
-    key = lambda t: sorted(zip(t.time_ns.tolist(), t.flow.tolist(), t.seq.tolist(), t.payload_len.tolist()))
-    assert len(exact) > 20 and key(exact) == key(loop)
-    assert (exact.gso_segs > 1).any() == (sc.bottleneck_bps >= 10**9)
+    """The loop's GRO (engine.gro_rules) clocks the ACKs and records the receiver trace; the batch GRO
+    (engine.gro) over the same arrivals (tests/reference/assemble_ref.py) gives the same rows."""
+    W = S.run(sc, rx_rows=True)
+    exact = assemble_ref.assemble(sc, W).at(sc.receiver_point)
+    loop = S.assemble(sc, W).at(sc.receiver_point)
+    assert len(exact) > 20 and len(loop) == len(exact)
+    for name, col in exact.columns.items():
+        assert np.array_equal(loop.columns[name], col), name
+    data = exact[exact.direction == 0]
+    assert (data.gso_segs > 1).any() == (sc.bottleneck_bps >= 10**9)
 
 
 def test_gro_off_and_lro_at_the_receiver():
@@ -144,6 +148,10 @@ def test_gro_off_and_lro_at_the_receiver():
     assert set(off.segment_sizes("receiver")) <= {1448, 2_000_000 % 1448}
     lro = simulate(base.replace(receiver=Receiver(gro=False, lro=True)))
     assert max(lro.segment_sizes("receiver")) > 10 * 1448
+    seen, handed = lro.at("receiver"), lro.loop_receiver      # the trace shows what LRO handed to TCP
+    seen = seen[seen.direction == 0]
+    key = lambda t: sorted(zip(t.time_ns.tolist(), t.flow.tolist(), t.seq.tolist(), t.payload_len.tolist()))  # noqa: E731
+    assert key(seen) == key(handed)
     assert off.acks > lro.acks
 
 

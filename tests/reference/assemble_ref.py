@@ -1,4 +1,5 @@
-"""The simulate() trace assembly as it was before the receiver trace was assembled in one pass.
+"""The simulate() trace assembly as it was before the receiver trace was assembled in one pass
+and before the loop recorded the receiver's aggregates itself (round 5): the batch GRO re-run.
 
 Kept as the reference that ``offloadkit.sim.simulate.assemble`` must equal row for row
 (``tests/sim/test_assemble.py``): the same rows through ``_rows_to_trace`` per part, the
@@ -12,8 +13,9 @@ from offloadkit import codes
 from offloadkit.engine import csum_math
 from offloadkit.engine import tcp as K
 from offloadkit.sim.scenario import Scenario
-from offloadkit.sim.simulate import (DATA_WINDOW, DPORT, RECEIVER_IP, SENDER_IP, Result, flow_constants, receiver_gro,
-                                     result_of)
+from offloadkit.engine.gro import GroParams, gro
+from offloadkit.sim.scenario import Receiver
+from offloadkit.sim.simulate import DATA_WINDOW, DPORT, RECEIVER_IP, SENDER_IP, Result, flow_constants, result_of
 from offloadkit.trace import MAX_SACK_BLOCKS, Trace
 
 
@@ -61,6 +63,18 @@ def _rows_to_trace(sc: Scenario, C: np.ndarray, points: tuple[str, ...], isn_s, 
     )
 
 
+def receiver_gro(rx: Trace, receiver: Receiver) -> Trace:
+    """The kernel-exact GRO (``engine.gro``) over what each NAPI poll of the loop's receiver took
+    (one poll = one timestamp), the packets' checksums correct as they left the wire."""
+    if not len(rx):
+        return rx
+    ip_c, tcp_c = csum_math.trace_checksums(rx, True)
+    params = GroParams(enabled=receiver.gro or receiver.lro, napi_budget=receiver.napi_budget, poll_gap_ns=0,
+                       max_size=receiver.gro_max_size, rx_csum=receiver.rx_csum, verify_ip_csum=False,
+                       hz=1000)                   # the loop's NAPI model flushes old packets at HZ 1000
+    return gro(rx.replace(ip_csum=ip_c, tcp_csum=tcp_c), params).out
+
+
 def assemble(sc: Scenario, W: K.World) -> Result:
     nh = len(sc.path)
     names = sc.point_names
@@ -80,7 +94,7 @@ def assemble(sc: Scenario, W: K.World) -> Result:
     recv_code = npts - 1
     rx_rows = rec_point == npts                     # the hidden point: what each NAPI poll took
     recv_data = (rec_point == recv_code) & (R[:, K.R_DIR] == 0)
-    keep = ~rx_rows & ~recv_data
+    keep = (rec_point < npts) & ~recv_data         # (the loop's own receiver aggregates, point npts + 1, unused)
 
     def columns_of(mask):
         """The recorded rows under ``mask`` by point, then time, as one contiguous row per column (R_*)."""

@@ -29,7 +29,7 @@ P_FIELDS = ("flows", "total", "end_ns", "mss", "thl", "ts", "sack", "cc", "iw", 
             "rev_delay", "psh_gso", "nhops", "npoints", "pkcap", "akcap", "hcap", "rxcap", "qcap", "base_rtt",
             "max_events", "seed", "rtx_tso", "reo_timer", "prr_una", "rack_time", "fack", "ofo_quick", "mtu_probing",
             "base_mss", "tso_defer",
-            "loss_timers", "rto_timer")
+            "loss_timers", "rto_timer", "ipv4", "rec_rx")
 # hop table HP columns
 HP_FIELDS = ("rate", "delay", "mtu", "over", "qpkts", "qbytes", "icmp", "encap", "labels", "whole")
 # global counters G (hn: events pending, hrows: rows of the heap array in use; pk_fresh / ak_fresh: pool
@@ -37,7 +37,12 @@ HP_FIELDS = ("rate", "delay", "mtu", "over", "qpkts", "qbytes", "icmp", "encap",
 G_FIELDS = ("hn", "seqno", "ftop", "atop", "rxh", "rxt", "napi", "nic_busy", "events", "smpn", "smp_int",
             "done_flows", "overflow", "deliv", "last_done", "retx_units", "retx_pkts", "tlps", "rtos", "recov",
             "sent_pkts", "sent_bytes", "wire_pkts", "wire_bytes", "acks", "nic_drop_pkts", "nic_drop_bytes",
-            "rx_pkts", "rx_bytes", "gro_pkts", "now", "icmps", "rectot", "nheld", "hrows", "pk_fresh", "ak_fresh", "rng")
+            "rx_pkts", "rx_bytes", "gro_pkts", "now", "icmps", "rectot", "nheld", "hrows", "pk_fresh", "ak_fresh", "rng",
+            "holds", "tstop", "tlast", "tnpoll", "bcount")
+# rec_rx (P): record the hidden "rx" point's rows (what each poll took; tests/reference re-runs the batch GRO
+# over them), else only count them
+# holds: aggregates held so far (their age order); tstop: the receiver's trace rows have ended (the "rx" point
+# is full); tlast / tnpoll: time and poll position of the last traced arrival; bcount: held per GRO bucket
 # per-flow state F (int64)
 F_FIELDS = ("snd_una", "snd_nxt", "total", "una_u", "nxt_u", "mss", "cwnd", "cwnd_cnt", "ssthresh", "srtt",
             "rttvar", "min_rtt", "rto", "backoff", "state", "high_seq", "sacked", "lost", "retrans", "prr_deliv",
@@ -46,10 +51,11 @@ F_FIELDS = ("snd_una", "snd_nxt", "total", "una_u", "nxt_u", "mss", "cwnd", "cwn
             "dack_evt", "ts_recent", "rcv_mss", "on", "ostamp", "h_cnt", "h_seq", "h_end", "h_first", "h_flags",
             "h_ipid", "h_ts", "retx_units", "delivered", "high_sack_u", "mark_ptr", "rack_ptr", "high_lost_u",
             "h_age", "rack_u", "rack_rtt", "reo_evt", "hs_end", "hs_curr", "hs_cnt", "hs_found", "rack_adv",
-            "h_listed", "mtup_on", "search_lo", "search_hi", "probe_mtu", "probe_s", "probe_e", "pmss", "rtx_stamp",
+            "h_listed", "h_reason", "h_fixed", "h_order", "h_inb", "last_close",
+            "mtup_on", "search_lo", "search_hi", "probe_mtu", "probe_s", "probe_e", "pmss", "rtx_stamp",
             "wstamp", "tlp_retrans")
 # per-flow parameters FP (flows may differ: size, start, RTT, congestion control)
-FP_FIELDS = ("total", "start_ns", "extra_rtt", "cc")
+FP_FIELDS = ("total", "start_ns", "extra_rtt", "cc", "bucket")     # bucket: the flow's GRO hash bucket
 # per-flow floats FF (CUBIC)
 FF_FIELDS = ("wmax", "epoch", "k", "origin", "west")
 # packet pool PK and ACK pool AK columns (an ACK carries up to 4 SACK blocks: 8 edges)
@@ -59,7 +65,8 @@ PK_FIELDS = ("flow", "seq", "len", "flags", "ts", "ipid", "retx", "iplen", "skb_
 AK_FIELDS = ("flow", "ack", "tsecr", "n", "s0")
 # recorded rows REC
 R_FIELDS = ("time", "point", "dir", "flow", "seq", "ack", "len", "flags", "gso_size", "gso_segs", "ipid", "tsval",
-            "tsecr", "drop", "gro", "iplen", "retx", "sackn", "sack0")
+            "tsecr", "drop", "gro", "iplen", "retx", "sackn", "sack0", "gsox")
+# gsox: gso_type bits beyond TCPV4 (FIXEDID, ECN) of a receiver aggregate
 # hop statistics HS, then the hop queue's state HQ in the same rows
 HS_FIELDS = ("in_pkts", "in_bytes", "out_pkts", "out_bytes", "drop_pkts", "drop_bytes")
 HQ_FIELDS = ("head", "n", "bytes", "busy", "follow", "fdrop")
@@ -68,7 +75,7 @@ EV_FIELDS = ("start", "hop", "poll", "ack", "timer", "delack", "icmp", "sample",
 
 globals().update(_slots("P", P_FIELDS))
 globals().update(_slots("HP", HP_FIELDS))
-globals().update(_slots("G", G_FIELDS, {"rng": 4}))
+globals().update(_slots("G", G_FIELDS, {"rng": 4, "bcount": 8}))
 globals().update(_slots("F", F_FIELDS))
 globals().update(_slots("FF", FF_FIELDS))
 globals().update(_slots("FP", FP_FIELDS))
@@ -81,6 +88,7 @@ globals().update(_slots("EV", EV_FIELDS, length="KINDS"))
 HS_COLS = HQ_END                 # noqa: F821  (generated above)
 G_RECN = G_LEN                   # noqa: F821  rows recorded per capture point follow
 MAX_POINTS = 40
+GRO_BUCKETS, GRO_MAX_HELD = 8, 8  # the kernel's GRO_HASH_BUCKETS and MAX_GRO_SKBS (engine.gro's defaults)
 
 CC_NEWRENO, CC_CUBIC = 0, 1
 GRO_MODE_OFF, GRO_MODE_GRO, GRO_MODE_LRO = 0, 1, 2

@@ -14,13 +14,13 @@ from ...packet.jit import njit
 from .hops import hop_arrive
 from .layout import (AK_FLOW, EV_ACK, EV_DELACK, EV_HOP, EV_ICMP, EV_POLL, EV_REO, EV_SAMPLE, EV_START, EV_TIMER,
                      FF_EPOCH, FF_WMAX, FP_EXTRA_RTT, FP_START_NS, FP_TOTAL, F_CWND, F_DACK_AT, F_DACK_EVT, F_DONE_NS,
-                     F_HS_END, F_IPID, F_LEN, F_MAXOUT_SEQ, F_MIN_RTT, F_MSS, F_QUICK, F_RACK_U, F_RACK_X, F_RCV_MSS,
+                     F_HS_END, F_IPID, F_LAST_CLOSE, F_LEN, F_MAXOUT_SEQ, F_MIN_RTT, F_MSS, F_QUICK, F_RACK_U, F_RACK_X, F_RCV_MSS,
                      F_REO_EVT, F_RTO, F_RTTVAR, F_SRTT, F_SSTHRESH, F_TAT, F_TEVT, F_TKIND, F_TLP_HIGH, F_TOTAL,
                      G_AK_FRESH, G_ATOP, G_DELIV, G_DONE_FLOWS, G_EVENTS, G_FTOP, G_HN, G_NOW, G_OVERFLOW, G_PK_FRESH,
-                     G_SMPN, G_SMP_INT, HEAP_SHIFT, INF, P_BASE_RTT, P_END_NS, P_FLOWS, P_IW, P_MAX_EVENTS, P_MAX_RTO,
-                     P_MIN_RTO, P_MSS, P_QUICK, P_SAMPLE_NS, P_TOTAL, SMP_CAP, TK_NONE)
+                     G_SMPN, G_SMP_INT, G_TSTOP, HEAP_SHIFT, INF, P_BASE_RTT, P_END_NS, P_FLOWS, P_IW, P_MAX_EVENTS, P_MAX_RTO,
+                     P_MIN_RTO, P_MSS, P_QUICK, P_REC_LIMIT, P_SAMPLE_NS, P_TOTAL, SMP_CAP, TK_NONE)
 from .mtu import tcp_mtup_init
-from .receiver import poll, send_ack
+from .receiver import poll, send_ack, trace_end
 from .sender import arm, on_ack, on_icmp, on_reo, on_timer, send, set_timer
 from .world import heap_pop, heap_push, push_free, rec_ack
 
@@ -86,11 +86,13 @@ def _init(W):
         F[f, F_RCV_MSS] = P[P_MSS]
         F[f, F_IPID] = (f * 7919 + 1) & 0xFFFF
         F[f, F_MAXOUT_SEQ] = 0
+        F[f, F_LAST_CLOSE] = -1                      # no packet delivered yet (GRO_FIRST)
         W.FF[f, FF_WMAX] = 0.0
         W.FF[f, FF_EPOCH] = 0.0
         heap_push(W, W.FP[f, FP_START_NS], EV_START, f, 0)
     if P[P_SAMPLE_NS] > 0:
         heap_push(W, 0, EV_SAMPLE, 0, 0)
+    G[G_TSTOP] = P[P_REC_LIMIT] == 0
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -162,4 +164,5 @@ def run_kernel(W):
                 heap_push(W, t + G[G_SMP_INT], EV_SAMPLE, 0, 0)
     if P[P_SAMPLE_NS] > 0:
         _sample(W, min(G[G_NOW], end))
+    trace_end(W)
     return G[G_EVENTS]

@@ -18,18 +18,20 @@ from __future__ import annotations
 import numpy as np
 from ...packet.jit import njit
 
-from ...codes import GRO_END_OF_POLL, GRO_MERGED, PSH
-from ..gro_rules import (KIND_OFF, dev_gro_receive_kind, inet_gro_flush, inet_gro_flush_id, skb_gro_receive,
-                         tcp_gro_flag_mask, tcp_gro_receive_close, tcp_gro_receive_flush, tcp_gro_receive_mss,
-                         tcp_gro_receive_new)
-from .layout import (AK_ACK, AK_FLOW, AK_N, AK_S0, AK_TSECR, EV_ACK, EV_DELACK, EV_POLL, FP_EXTRA_RTT, F_DACK_AT,
-                     F_DACK_EVT, F_DELIVERED, F_DONE_NS, F_H_AGE, F_H_CNT, F_H_END, F_H_FIRST, F_H_FLAGS, F_H_IPID,
-                     F_H_LISTED, F_H_SEQ, F_H_TS, F_MSS, F_ON, F_OSTAMP, F_QUICK, F_RCV_MSS, F_RCV_NXT, F_RCV_WUP,
-                     F_TOTAL, F_TS_RECENT, GRO_MODE_GRO, GRO_MODE_OFF, G_ACKS, G_DELIV, G_DONE_FLOWS, G_GRO_PKTS,
-                     G_LAST_DONE, G_NAPI, G_NHELD, G_RXH, G_RXT, INF, PK_FLAGS, PK_FLOW, PK_IPID, PK_LEN, PK_SEQ,
-                     PK_TS, P_BUDGET, P_DELACK, P_DELACK_NS, P_GRO, P_GRO_MAX, P_NPOINTS, P_OCAP, P_OFO_QUICK,
-                     P_QUICK, P_REV_DELAY, P_RWND, P_RXCAP, P_SACK, P_THL, P_TS, R_FLAGS, R_FLOW, R_GRO, R_GSO_SEGS,
-                     R_GSO_SIZE, R_IPID, R_IPLEN, R_LEN, R_SEQ, R_TSVAL)
+from ...codes import CWR, GRO_PURE_ACK, GRO_END_OF_POLL, GRO_MERGED, GRO_TABLE_FULL, GSO_TCP_ECN, GSO_TCP_FIXEDID, PSH
+from ..gro_rules import (KIND_OFF, dev_gro_receive_kind, gro_start_reason, inet_gro_flush, inet_gro_flush_id,
+                         inet_gro_id_fixed, skb_gro_receive, tcp_gro_flag_mask, tcp_gro_receive_close,
+                         tcp_gro_receive_flush, tcp_gro_receive_mss, tcp_gro_receive_new)
+from .layout import (AK_ACK, AK_FLOW, AK_N, AK_S0, AK_TSECR, EV_ACK, EV_DELACK, EV_POLL, FP_BUCKET, FP_EXTRA_RTT,
+                     F_DACK_AT, F_DACK_EVT, F_DELIVERED, F_DONE_NS, F_H_AGE, F_H_CNT, F_H_END, F_H_FIRST, F_H_FIXED,
+                     F_H_FLAGS, F_H_INB, F_H_IPID, F_H_LISTED, F_H_ORDER, F_H_REASON, F_H_SEQ, F_H_TS, F_LAST_CLOSE,
+                     F_MSS, F_ON, F_OSTAMP, F_QUICK, F_RCV_MSS, F_RCV_NXT, F_RCV_WUP, F_TOTAL, F_TS_RECENT,
+                     GRO_MAX_HELD, GRO_MODE_GRO, GRO_MODE_OFF, G_ACKS, G_BCOUNT, G_DELIV, G_DONE_FLOWS, G_GRO_PKTS,
+                     G_HOLDS, G_LAST_DONE, G_NAPI, G_NHELD, G_RECN, G_RXH, G_RXT, G_TLAST, G_TNPOLL, G_TSTOP, INF,
+                     PK_FLAGS, PK_FLOW, PK_IPID, PK_LEN, PK_SEQ, PK_TS, P_BUDGET, P_DELACK, P_DELACK_NS, P_GRO,
+                     P_GRO_MAX, P_IPV4, P_NPOINTS, P_OCAP, P_OFO_QUICK, P_QUICK, P_REC_LIMIT, P_REC_RX, P_REV_DELAY, P_RWND,
+                     P_RXCAP, P_SACK, P_THL, P_TS, R_FLAGS, R_FLOW, R_GRO, R_GSOX, R_GSO_SEGS, R_GSO_SIZE, R_IPID,
+                     R_IPLEN, R_LEN, R_SEQ, R_TSVAL)
 from .world import ak_alloc, heap_push, pk_free, rec_ack, rec_pkt, rec_row
 
 
@@ -193,35 +195,62 @@ def _rcv_data(W, f, seq, end, tsval, now):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _gro_deliver(W, f, reason, now):
-    """Hand the flow's held aggregate to TCP and record it at the receiver point."""
+def _rec_aggregate(W, f, point, now, reason, gsox):
+    """Record the flow's held aggregate at ``point``: its head's header, merged length and GSO fields."""
     F = W.F
-    cnt = F[f, F_H_CNT]
-    if cnt == 0:
+    r = rec_row(W, point, now)
+    if r < 0:
         return
-    F[f, F_H_CNT] = 0
-    W.G[G_GRO_PKTS] += 1
+    cnt = F[f, F_H_CNT]
     s = F[f, F_H_SEQ]
     e = F[f, F_H_END]
-    r = rec_row(W, W.P[P_NPOINTS] - 1, now)
-    if r >= 0:
-        R = W.REC
-        R[r, R_FLOW] = f
-        R[r, R_SEQ] = s
-        R[r, R_LEN] = e - s
-        R[r, R_FLAGS] = F[f, F_H_FLAGS]
-        R[r, R_IPID] = F[f, F_H_IPID]
-        R[r, R_TSVAL] = F[f, F_H_TS]
-        R[r, R_IPLEN] = 20 + W.P[P_THL] + e - s
-        R[r, R_GSO_SIZE] = F[f, F_H_FIRST] if cnt > 1 else 0
-        R[r, R_GSO_SEGS] = cnt if cnt > 1 else 0
-        R[r, R_GRO] = reason
-    _rcv_data(W, f, s, e, F[f, F_H_TS], now)
+    R = W.REC
+    R[r, R_FLOW] = f
+    R[r, R_SEQ] = s
+    R[r, R_LEN] = e - s
+    R[r, R_FLAGS] = F[f, F_H_FLAGS]
+    R[r, R_IPID] = F[f, F_H_IPID]
+    R[r, R_TSVAL] = F[f, F_H_TS]
+    R[r, R_IPLEN] = 20 + W.P[P_THL] + e - s
+    R[r, R_GSO_SIZE] = F[f, F_H_FIRST] if cnt > 1 else 0
+    R[r, R_GSO_SEGS] = cnt if cnt > 1 else 0
+    R[r, R_GRO] = reason
+    R[r, R_GSOX] = gsox if cnt > 1 else 0
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _gro_start(F, f, s, ln, fl, ipid, ts):
-    """The flow's held aggregate becomes this one packet."""
+def _trace_aggregate(W, f, now):
+    """The aggregate as the trace shows it at the receiver (the hidden point after "rx"): the reason of
+    its head packet, as the batch GRO (``engine.gro``) reports it, and gro_complete's gso_type bits."""
+    F = W.F
+    gsox = (GSO_TCP_FIXEDID if F[f, F_H_FIXED] else 0) | (GSO_TCP_ECN if F[f, F_H_FLAGS] & CWR else 0)
+    _rec_aggregate(W, f, W.P[P_NPOINTS] + 1, now, F[f, F_H_REASON], gsox)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _gro_deliver(W, f, reason, now, traced):
+    """Hand the flow's held aggregate to TCP and record it at the receiver point (``traced``: and as the
+    trace's receiver row, unless the end-of-poll walk recorded it already)."""
+    F = W.F
+    G = W.G
+    cnt = F[f, F_H_CNT]
+    if cnt == 0:
+        return
+    if traced and G[G_TSTOP] == 0:
+        _trace_aggregate(W, f, now)
+    _rec_aggregate(W, f, W.P[P_NPOINTS] - 1, now, reason, 0)
+    F[f, F_LAST_CLOSE] = reason
+    if F[f, F_H_INB]:
+        F[f, F_H_INB] = 0
+        G[G_BCOUNT + W.FP[f, FP_BUCKET]] -= 1
+    F[f, F_H_CNT] = 0
+    G[G_GRO_PKTS] += 1
+    _rcv_data(W, f, F[f, F_H_SEQ], F[f, F_H_END], F[f, F_H_TS], now)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _gro_start(F, f, s, ln, fl, ipid, ts, reason):
+    """The flow's held aggregate becomes this one packet (``reason``: why it heads a new aggregate)."""
     F[f, F_H_CNT] = 1
     F[f, F_H_SEQ] = s
     F[f, F_H_END] = s + ln
@@ -229,12 +258,38 @@ def _gro_start(F, f, s, ln, fl, ipid, ts):
     F[f, F_H_FLAGS] = fl
     F[f, F_H_IPID] = ipid
     F[f, F_H_TS] = ts
+    F[f, F_H_REASON] = reason
+    F[f, F_H_FIXED] = 0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _gro_hold(W, f, now):
+    """Hold the flow's new aggregate in its bucket; a full bucket completes its oldest [gro_flush_oldest]."""
+    F = W.F
+    G = W.G
+    b = W.FP[f, FP_BUCKET]
+    if G[G_BCOUNT + b] >= GRO_MAX_HELD:
+        oldest = -1
+        for i in range(G[G_NHELD]):
+            g = W.HELD[i]
+            if F[g, F_H_INB] and W.FP[g, FP_BUCKET] == b and (oldest < 0 or F[g, F_H_ORDER] < F[oldest, F_H_ORDER]):
+                oldest = g
+        _gro_deliver(W, oldest, GRO_TABLE_FULL, now, True)
+    G[G_BCOUNT + b] += 1
+    F[f, F_H_INB] = 1
+    F[f, F_H_ORDER] = G[G_HOLDS]
+    G[G_HOLDS] += 1
+    F[f, F_H_AGE] = now
+    if F[f, F_H_LISTED] == 0:
+        F[f, F_H_LISTED] = 1                          # the poll's flush visits only flows on this list
+        W.HELD[G[G_NHELD]] = f
+        G[G_NHELD] += 1
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _gro_receive(W, pid, now):
     """One arriving packet through GRO: merge, hold or deliver, by the rules of ``engine.gro_rules``
-    (the batch GRO's). One held aggregate per flow; LRO ignores TSval and IP ID."""
+    (the batch GRO's). One held aggregate per flow, 8 per bucket; LRO ignores TSval and IP ID."""
     P = W.P
     F = W.F
     PK = W.PK
@@ -246,8 +301,9 @@ def _gro_receive(W, pid, now):
     ipid = PK[pid, PK_IPID]
     mode = P[P_GRO]
     if mode == GRO_MODE_OFF:
-        _gro_start(F, f, s, ln, fl, ipid, ts)
-        _gro_deliver(W, f, dev_gro_receive_kind(KIND_OFF), now)
+        off = dev_gro_receive_kind(KIND_OFF)
+        _gro_start(F, f, s, ln, fl, ipid, ts, off)
+        _gro_deliver(W, f, off, now, True)
         return
     cnt = F[f, F_H_CNT]
     if cnt > 0:
@@ -257,8 +313,12 @@ def _gro_receive(W, pid, now):
         reason = tcp_gro_receive_flush(tcp_gro_flag_mask(False), fl, F[f, F_H_FLAGS], 0, 0, ln, s, F[f, F_H_END],
                                        0, 0, 0, 0,
                                        optk, head_optk)
-        if reason == GRO_MERGED and gro:
-            reason = inet_gro_flush(0, 0, inet_gro_flush_id(ipid, F[f, F_H_IPID], cnt, False), False)
+        if gro and P[P_IPV4] and reason != GRO_PURE_ACK:        # the IPv4 ID rule (no ID in IPv6)
+            if inet_gro_id_fixed(ipid, F[f, F_H_IPID], cnt, True, False):
+                F[f, F_H_FIXED] = 1
+            net = inet_gro_flush(0, 0, inet_gro_flush_id(ipid, F[f, F_H_IPID], cnt, F[f, F_H_FIXED] != 0), False)
+            if reason == GRO_MERGED:
+                reason = net
         if reason == GRO_MERGED:
             reason = tcp_gro_receive_mss(ln, F[f, F_H_FIRST], 0)
         if reason == GRO_MERGED:
@@ -269,24 +329,55 @@ def _gro_receive(W, pid, now):
             F[f, F_H_FLAGS] |= fl & PSH
             close = tcp_gro_receive_close(fl, ln, F[f, F_H_FIRST], 1, 0)
             if close != GRO_MERGED:
-                _gro_deliver(W, f, close, now)
+                _gro_deliver(W, f, close, now, True)
             return
-        _gro_deliver(W, f, reason, now)
-    _gro_start(F, f, s, ln, fl, ipid, ts)
-    F[f, F_H_AGE] = now
+        _gro_deliver(W, f, reason, now, True)
+    else:
+        reason = gro_start_reason(ln, fl, F[f, F_LAST_CLOSE])
+    _gro_start(F, f, s, ln, fl, ipid, ts, reason)
     close = tcp_gro_receive_new(fl, ln, 1, 0, False)
     if close != GRO_MERGED:
-        _gro_deliver(W, f, close, now)
-    elif F[f, F_H_LISTED] == 0:
-        F[f, F_H_LISTED] = 1                          # the poll's flush visits only flows on this list
-        W.HELD[W.G[G_NHELD]] = f
-        W.G[G_NHELD] += 1
+        _gro_deliver(W, f, close, now, True)
+    else:
+        _gro_hold(W, f, now)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _trace_flush(W, now, budget_used, queue_empty):
+    """Record the held aggregates an end of poll flushes, in the batch GRO's order [__napi_poll,
+    napi_complete_done -> __gro_flush]: buckets ascending, oldest first; budget used up: only those
+    held since an earlier jiffy (HZ 1000); queue empty: all (both: the old ones, then the rest)."""
+    F = W.F
+    G = W.G
+    S = W.HSORT
+    m = 0
+    for i in range(G[G_NHELD]):
+        f = W.HELD[i]
+        if F[f, F_H_INB]:
+            key = (W.FP[f, FP_BUCKET] << 48) | F[f, F_H_ORDER]
+            j = m - 1
+            while j >= 0 and ((W.FP[S[j], FP_BUCKET] << 48) | F[S[j], F_H_ORDER]) > key:
+                S[j + 1] = S[j]
+                j -= 1
+            S[j + 1] = f
+            m += 1
+    jiffy = now // 1_000_000
+    for i in range(m):
+        f = S[i]
+        old = F[f, F_H_AGE] // 1_000_000 < jiffy
+        if budget_used and old:
+            _trace_aggregate(W, f, now)
+    if queue_empty:
+        for i in range(m):
+            f = S[i]
+            if not (budget_used and F[f, F_H_AGE] // 1_000_000 < jiffy):
+                _trace_aggregate(W, f, now)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _flush_held(W, now, old_only):
-    """Deliver the held aggregates at the end of a poll, flows in ascending order (as the kernel's
-    bucket walk for one flow per bucket); ``old_only``: only those held since an earlier jiffy."""
+    """Deliver the held aggregates at the end of a poll, flows in ascending order (the trace records them
+    in the kernel's bucket order: ``_trace_flush``); ``old_only``: only those held since an earlier jiffy."""
     G = W.G
     F = W.F
     H = W.HELD
@@ -303,7 +394,7 @@ def _flush_held(W, now, old_only):
     for i in range(n):
         f = H[i]
         if F[f, F_H_CNT] > 0 and (not old_only or F[f, F_H_AGE] // 1_000_000 < jiffy):
-            _gro_deliver(W, f, GRO_END_OF_POLL, now)
+            _gro_deliver(W, f, GRO_END_OF_POLL, now, False)
         if F[f, F_H_CNT] > 0:
             H[keep] = f
             keep += 1
@@ -313,22 +404,48 @@ def _flush_held(W, now, old_only):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def trace_end(W):
+    """At the end of the run: the aggregates still held close the trace, as the batch GRO's final flush
+    after the last traced arrival (the "rx" point's last row) would."""
+    G = W.G
+    if G[G_TSTOP] == 0:
+        _trace_flush(W, G[G_TLAST], G[G_TNPOLL] >= W.P[P_BUDGET], True)
+        G[G_TSTOP] = 1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def poll(W, now):
-    """A NAPI poll: up to budget packets through GRO, then flush every held aggregate."""
+    """A NAPI poll: up to budget packets through GRO, then flush every held aggregate.
+
+    The trace's receiver rows cover the packets the hidden "rx" point recorded: after its last
+    row they end with that packet's poll flushed, as the batch GRO's input would end there."""
     P = W.P
     G = W.G
     cap = P[P_RXCAP]
+    rx = G_RECN + P[P_NPOINTS]
     k = 0
     while k < P[P_BUDGET] and G[G_RXH] < G[G_RXT]:
         pid = W.RXQ[G[G_RXH] % cap]
         G[G_RXH] += 1
-        rec_pkt(W, P[P_NPOINTS], now, pid, 0, 0, 0, 0)              # the hidden "rx" point: GRO input
+        traced = G[rx] < P[P_REC_LIMIT]
+        if P[P_REC_RX]:
+            rec_pkt(W, P[P_NPOINTS], now, pid, 0, 0, 0, 0)          # the hidden "rx" point: GRO input
+        elif traced:
+            G[rx] += 1                                              # counted only: the trace's input ends there
         _gro_receive(W, pid, now)
         pk_free(W, pid)
         k += 1
+        if traced:
+            G[G_TLAST] = now
+            G[G_TNPOLL] = k
+            if G[rx] == P[P_REC_LIMIT]:
+                trace_end(W)
     # budget used up (__napi_poll, HZ 1000): only aggregates held since an earlier jiffy; else all
-    _flush_held(W, now, k >= P[P_BUDGET] and G[G_RXH] < G[G_RXT])
-    if G[G_RXH] < G[G_RXT]:
+    more = G[G_RXH] < G[G_RXT]
+    if G[G_TSTOP] == 0:
+        _trace_flush(W, now, k >= P[P_BUDGET], not more)
+    _flush_held(W, now, k >= P[P_BUDGET] and more)
+    if more:
         heap_push(W, now, EV_POLL, 0, 0)
     else:
         G[G_NAPI] = 0

@@ -12,7 +12,7 @@ import numpy as np
 from ...packet.jit import njit
 
 from ...codes import CSUM_NONE, GSO_TCPV4
-from .layout import (R_ACK, R_DIR, R_DROP, R_FLAGS, R_FLOW, R_GRO, R_GSO_SEGS, R_GSO_SIZE, R_IPID, R_IPLEN, R_LEN,
+from .layout import (R_ACK, R_DIR, R_DROP, R_FLAGS, R_FLOW, R_GRO, R_GSOX, R_GSO_SEGS, R_GSO_SIZE, R_IPID, R_IPLEN, R_LEN,
                      R_POINT, R_SACK0, R_SACKN, R_SEQ, R_TIME, R_TSECR, R_TSVAL)
 
 U32 = np.int64(0xFFFFFFFF)
@@ -73,13 +73,44 @@ def rows_to_columns(R, rows, dest, isn_s, isn_r, ts_s, ts_r, half_rtt_ns, timest
         if R[r, R_GSO_SEGS] > 1:
             gso_size[i] = R[r, R_GSO_SIZE]
             gso_segs[i] = R[r, R_GSO_SEGS]
-            gso_type[i] = GSO_TCPV4
+            gso_type[i] = GSO_TCPV4 | R[r, R_GSOX]
         else:
             gso_size[i] = 0
             gso_segs[i] = 0
             gso_type[i] = 0
         drop[i] = R[r, R_DROP]
         gro_reason[i] = R[r, R_GRO]
+
+
+@njit(cache=True, nogil=True)
+def record_order(R, npoints):
+    """Recorded rows by capture point, then time, then recording order: a counting sort by point (rows
+    are recorded nearly in time order), then a stable sort of the few points whose times go back."""
+    n = len(R)
+    start = np.zeros(npoints + 1, np.int64)
+    for r in range(n):
+        start[R[r, R_POINT] + 1] += 1
+    for p in range(npoints):
+        start[p + 1] += start[p]
+    at = start[:npoints].copy()
+    out = np.empty(n, np.int64)
+    for r in range(n):
+        p = R[r, R_POINT]
+        out[at[p]] = r
+        at[p] += 1
+    for p in range(npoints):
+        a, b = start[p], start[p + 1]
+        for j in range(a + 1, b):
+            if R[out[j], R_TIME] < R[out[j - 1], R_TIME]:
+                seg = out[a:b].copy()
+                t = np.empty(b - a, np.int64)
+                for k in range(b - a):
+                    t[k] = R[seg[k], R_TIME]
+                o = np.argsort(t, kind="mergesort")
+                for k in range(b - a):
+                    out[a + k] = seg[o[k]]
+                break
+    return out
 
 
 OUT_COLUMNS = ("time_ns", "point", "direction", "flow", "src_ip", "dst_ip", "sport", "dport", "seq", "ack",

@@ -24,13 +24,13 @@ from .layout import (AK_ACK, AK_FLOW, AK_LEN_COLS, AK_N, AK_S0, AK_TSECR, EV_HOP
                      G_ATOP, G_FTOP, G_HN, G_HROWS, G_LEN, G_OVERFLOW, G_PK_FRESH, G_RECN, G_RECTOT, G_RNG, G_SEQNO,
                      HEAP_SEQ_MASK, HEAP_SHIFT, HS_COLS, MAX_POINTS, N_DROP_CODES, PK_EV_KEY, PK_EV_NEXT, PK_FLAGS,
                      PK_FLOW, PK_IPID, PK_IPLEN, PK_LEN, PK_LEN_COLS, PK_RETX, PK_SEQ, PK_TS, P_AKCAP, P_FLOWS,
-                     P_HCAP, P_NHOPS, P_NPOINTS, P_OCAP, P_PKCAP, P_QCAP, P_REC_LIMIT, P_RXCAP, P_SEED, P_TS, P_UCAP,
-                     R_ACK, R_COLS, R_DIR, R_DROP, R_FLAGS, R_FLOW, R_GRO, R_GSO_SEGS, R_GSO_SIZE, R_IPID, R_IPLEN,
+                     P_HCAP, P_NHOPS, P_NPOINTS, P_OCAP, P_PKCAP, P_QCAP, P_REC_LIMIT, P_REC_RX, P_RXCAP, P_SEED, P_THL, P_UCAP,
+                     R_ACK, R_COLS, R_DIR, R_DROP, R_FLAGS, R_FLOW, R_GRO, R_GSOX, R_GSO_SEGS, R_GSO_SIZE, R_IPID, R_IPLEN,
                      R_LEN, R_POINT, R_RETX, R_SACK0, R_SACKN, R_SEQ, R_TIME, R_TSECR, R_TSVAL, SMP_CAP)
 
 
-World = namedtuple("World", "P HP HL NP FP G H PK FREE AK AFREE F FF U O REC RXQ HQ HS DROPS SM HELD EVQ",
-                   defaults=(None,))
+World = namedtuple("World", "P HP HL NP FP G H PK FREE AK AFREE F FF U O REC RXQ HQ HS DROPS SM HELD HSORT EVQ",
+                   defaults=(None, None))
 
 
 # -- small building blocks ---------------------------------------------------
@@ -196,10 +196,11 @@ def rec_row(W, point, t):
     r = G[G_RECTOT]
     G[G_RECTOT] = r + 1
     R = W.REC
-    for k in range(R_COLS):
-        R[r, k] = 0
     R[r, R_TIME] = t
     R[r, R_POINT] = point
+    for k in range(R_DIR, R_SACK0):                   # every field but the SACK edges (read up to R_SACKN)
+        R[r, k] = 0
+    R[r, R_GSOX] = 0
     return r
 
 
@@ -243,8 +244,7 @@ def rec_ack(W, point, t, aid):
     R[r, R_SACKN] = n
     for k in range(2 * n):
         R[r, R_SACK0 + k] = AK[aid, AK_S0 + k]
-    thl = 20 + (12 if W.P[P_TS] else 0) + (4 + 8 * n if n > 0 else 0)
-    R[r, R_IPLEN] = 20 + thl
+    R[r, R_IPLEN] = 20 + W.P[P_THL] + (4 + 8 * n if n > 0 else 0)    # P_THL carries IPv6's 20 extra bytes
 
 
 # -- building the arrays ----------------------------------------------------------
@@ -279,7 +279,7 @@ def make_world(P: np.ndarray, HP: np.ndarray, HL: np.ndarray, NP: np.ndarray, FP
     ocap = int(P[P_OCAP])
     pkcap = int(P[P_PKCAP])
     akcap = int(P[P_AKCAP])
-    rec_rows = int(P[P_REC_LIMIT]) * (npts + 1)
+    rec_rows = int(P[P_REC_LIMIT]) * (npts + 1 + int(P[P_REC_RX]))   # + the receiver's aggregates (and "rx")
     i64 = np.int64
     G = np.zeros(G_LEN + MAX_POINTS, i64)
     G[G_RNG:G_RNG + 4] = seed_words(int(P[P_SEED]))
@@ -292,7 +292,7 @@ def make_world(P: np.ndarray, HP: np.ndarray, HL: np.ndarray, NP: np.ndarray, FP
         REC=np.empty((max(rec_rows, 1), R_COLS), i64), RXQ=np.zeros(int(P[P_RXCAP]), i64),
         HQ=np.zeros((nh, int(P[P_QCAP]), 2), i64), HS=np.zeros((nh, HS_COLS), i64),
         DROPS=np.zeros((N_DROP_CODES, 2), i64), SM=np.zeros((2 + 2 * nf, SMP_CAP + 1), i64),
-        HELD=np.zeros(nf, i64), EVQ=np.full((nh + 1, 2), -1, i64),
+        HELD=np.zeros(nf, i64), HSORT=np.zeros(nf, i64), EVQ=np.full((nh + 1, 2), -1, i64),
     )
 
 
@@ -316,6 +316,6 @@ def world_bytes(P: np.ndarray) -> int:
     nf, nh, npts = int(P[P_FLOWS]), int(P[P_NHOPS]), int(P[P_NPOINTS])
     rows = (int(P[P_HCAP]) * 2 + int(P[P_PKCAP]) * (PK_LEN_COLS + 1) + int(P[P_AKCAP]) * (AK_LEN_COLS + 1)
             + nf * (F_LEN + FF_LEN + int(P[P_UCAP]) * 5) + nf * int(P[P_OCAP]) * 3
-            + max(int(P[P_REC_LIMIT]) * (npts + 1), 1) * R_COLS + int(P[P_RXCAP])
+            + max(int(P[P_REC_LIMIT]) * (npts + 1 + int(P[P_REC_RX])), 1) * R_COLS + int(P[P_RXCAP])
             + nh * (int(P[P_QCAP]) * 2 + HS_COLS) + (nh + 1) * 2 + (2 + 2 * nf) * (SMP_CAP + 1) + nf * (FP_LEN + 1))
     return 8 * rows
