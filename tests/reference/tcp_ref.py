@@ -25,7 +25,7 @@ from offloadkit.packet.jit import Kernel
 from offloadkit.sim import simulate as _sim
 from offloadkit.sim.pack import pack
 
-ORDER = ("layout", "world", "congestion", "recovery", "sender", "receiver", "hops", "loop")
+ORDER = ("layout", "jiffies", "mtu", "rows", "world", "congestion", "recovery", "sender", "receiver", "hops", "loop")
 NAME = "offloadkit.engine.tcp_ref"
 
 

@@ -28,10 +28,11 @@ from .layout import (AK_ACK, AK_FLOW, AK_N, AK_S0, AK_TSECR, EV_ACK, EV_DELACK, 
                      F_MSS, F_ON, F_OSTAMP, F_QUICK, F_RCV_MSS, F_RCV_NXT, F_RCV_WUP, F_TOTAL, F_TS_RECENT,
                      GRO_MAX_HELD, GRO_MODE_GRO, GRO_MODE_OFF, G_ACKS, G_BCOUNT, G_DELIV, G_DONE_FLOWS, G_GRO_PKTS,
                      G_HOLDS, G_LAST_DONE, G_NAPI, G_NHELD, G_RECN, G_RXH, G_RXT, G_TLAST, G_TNPOLL, G_TSTOP, INF,
-                     PK_FLAGS, PK_FLOW, PK_IPID, PK_LEN, PK_SEQ, PK_TS, P_BUDGET, P_DELACK, P_DELACK_NS, P_GRO,
+                     PK_FLAGS, PK_FLOW, PK_IPID, PK_LEN, PK_SEQ, PK_TS, P_BASE_RTT, P_BUDGET, P_DELACK, P_DELACK_NS, P_GRO,
                      P_GRO_MAX, P_IPV4, P_NPOINTS, P_OCAP, P_OFO_QUICK, P_QUICK, P_REC_LIMIT, P_REC_RX, P_REV_DELAY, P_RWND,
                      P_RXCAP, P_SACK, P_THL, P_TS, R_FLAGS, R_FLOW, R_GRO, R_GSOX, R_GSO_SEGS, R_GSO_SIZE, R_IPID,
                      R_IPLEN, R_LEN, R_SEQ, R_TSVAL)
+from .rows import data_timestamps_ms
 from .world import ak_alloc, heap_push, pk_free, rec_ack, rec_pkt, rec_row
 
 
@@ -286,6 +287,13 @@ def _gro_hold(W, f, now):
         G[G_NHELD] += 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _ts_option(tv, half_rtt_ns):
+    """The timestamp option's bytes as one key: TSval and TSecr as the trace writes them (``rows``)."""
+    a, b = data_timestamps_ms(tv, half_rtt_ns)
+    return (a << 32) | b
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _gro_receive(W, pid, now):
     """One arriving packet through GRO: merge, hold or deliver, by the rules of ``engine.gro_rules``
@@ -308,8 +316,8 @@ def _gro_receive(W, pid, now):
     cnt = F[f, F_H_CNT]
     if cnt > 0:
         gro = mode == GRO_MODE_GRO
-        optk = ts // 1_000_000 if gro else 0                     # the TSval option (ms clock)
-        head_optk = F[f, F_H_TS] // 1_000_000 if gro else 0
+        optk = _ts_option(ts, P[P_BASE_RTT] // 2) if gro else 0
+        head_optk = _ts_option(F[f, F_H_TS], P[P_BASE_RTT] // 2) if gro else 0
         reason = tcp_gro_receive_flush(tcp_gro_flag_mask(False), fl, F[f, F_H_FLAGS], 0, 0, ln, s, F[f, F_H_END],
                                        0, 0, 0, 0,
                                        optk, head_optk)

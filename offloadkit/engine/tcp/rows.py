@@ -18,6 +18,13 @@ from .layout import (R_ACK, R_DIR, R_DROP, R_FLAGS, R_FLOW, R_GRO, R_GSOX, R_GSO
 U32 = np.int64(0xFFFFFFFF)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def data_timestamps_ms(tv, half_rtt_ns):
+    """The TSval and TSecr clocks (ms, before the flows' bases) of a data packet sent at ``tv`` ns: the
+    sender's clock, and the receiver's clock half a base RTT earlier (its last ACK's TSval)."""
+    return tv // 1_000_000, max(tv - half_rtt_ns, 0) // 1_000_000
+
+
 @njit(cache=True, nogil=True)
 def rows_to_columns(R, rows, dest, isn_s, isn_r, ts_s, ts_r, half_rtt_ns, timestamps, rwin, point_l2, point_encap,
                     point_csum, sender_ip, receiver_ip, dport, data_window, time_ns, point, direction, flow, src_ip,
@@ -45,8 +52,9 @@ def rows_to_columns(R, rows, dest, isn_s, isn_r, ts_s, ts_r, half_rtt_ns, timest
             seq[i] = (isn_s[f] + 1 + R[r, R_SEQ]) & U32
             ack[i] = (isn_r[f] + 1) & U32
             window[i] = data_window
-            tsval[i] = (ts_s[f] + tv // 1_000_000) & U32
-            tsecr[i] = (ts_r[f] + max(tv - half_rtt_ns, 0) // 1_000_000) & U32
+            tv_ms, te_ms = data_timestamps_ms(tv, half_rtt_ns)
+            tsval[i] = (ts_s[f] + tv_ms) & U32
+            tsecr[i] = (ts_r[f] + te_ms) & U32
             csum_state[i] = point_csum[pt]
         else:
             src_ip[i] = receiver_ip
