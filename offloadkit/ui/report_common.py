@@ -36,10 +36,11 @@ class ReportView:
     rates: list[dict]                    # rows for report_views.rate_comparison
     notes: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
+    goodput: float | None = None         # the goodput shown, when it is not the run's own (a longer run's)
 
     @property
     def goodput_bps(self) -> float:
-        return float(self.run.goodput_bps)
+        return float(self.run.goodput_bps if self.goodput is None else self.goodput)
 
 
 # -- tcpdump excerpts ---------------------------------------------------------------
