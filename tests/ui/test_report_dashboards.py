@@ -204,3 +204,11 @@ def test_trace_headings_count_packets_not_lines():
     nic = d.result.window.at("nic")
     assert f"nic ({len(nic)} packets)" in d.text_panels["trace"].value
     assert len(d.result.lines["nic"]) == 2 * len(nic)
+
+
+@pytest.mark.parametrize("report_id", IDS)
+def test_every_trace_panel_heading_counts_the_packets_it_prints(report_id):
+    from offloadkit.sim.one_packet import marked_lines
+    d = dash(report_id)
+    for point, lines in d.result.lines.items():      # vlan-nat's lan panel once said "(0 packets)"
+        assert len(marked_lines(d.result.window.at(point))) == len(lines) > 0, point
