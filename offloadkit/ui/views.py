@@ -126,12 +126,13 @@ def trace_text(lines_by_point: Mapping[str, Sequence[str]], *, max_lines: int = 
 
 
 def excerpt_html(lines_by_point: Mapping[str, Sequence[str]], counts: Mapping[str, int] | None = None, *,
-                 max_lines: int = 10, strip_common: bool = True) -> str:
+                 max_lines: int = 10, strip_common: bool = True, hidden: Mapping[str, int] | None = None) -> str:
     """tcpdump lines per capture point as HTML text panels that wrap inside their box.
 
     ``counts``: packets per point for the headings (an encapsulated packet prints two
-    lines); by default the number of lines. A head shared by every line (one flow's
-    "IP a.b > c.d: ") is printed once above the panels.
+    lines); by default the number of lines. ``hidden``: packets per point whose lines were
+    not printed at all (``OnePacket.lines.head``), said after the lines. A head shared by
+    every line (one flow's "IP a.b > c.d: ") is printed once above the panels.
     """
     import html
     if not lines_by_point:
@@ -145,6 +146,8 @@ def excerpt_html(lines_by_point: Mapping[str, Sequence[str]], counts: Mapping[st
         shown = [line[cut:] for line in lines[:max_lines]]
         if len(lines) > max_lines:
             shown.append(f"... {len(lines) - max_lines} more lines")
+        elif hidden and hidden.get(point):
+            shown.append(f"... {hidden[point]} more packet{'s' if hidden[point] != 1 else ''}")
         body = html.escape("\n".join(shown) or "(no packets)")
         panels.append(f"<div style='flex:1 1 420px;min-width:0;max-width:100%'>"
                       f"<div style='font-weight:bold;font-size:12px'>{html.escape(point)} "
