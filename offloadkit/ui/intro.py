@@ -60,7 +60,8 @@ def trace_panel(r: OnePacket, max_lines: int = 8) -> str:
     """The first packets' tcpdump lines per point (only those are printed: a write of 64 KB is hundreds)."""
     heads = {p: r.lines.head(p, max_lines) for p in POINTS}
     return views.excerpt_html({p: lines for p, (lines, _) in heads.items()}, {p: r.packets(p) for p in POINTS},
-                              max_lines=max_lines, hidden={p: r.packets(p) - n for p, (_, n) in heads.items()})
+                              max_lines=max_lines, hidden={p: r.packets(p) - n for p, (_, n) in heads.items()},
+                              fixed=True)
 
 
 TEXTS = {"trace": trace_panel}

@@ -171,7 +171,7 @@ def packet_counts(window: Trace) -> dict[str, int]:
 
 def excerpt_panel(r: ReportView, max_lines: int) -> str:
     """The tcpdump excerpt of a report dashboard as text panels."""
-    return excerpt_html(r.lines, packet_counts(r.window), max_lines=max_lines)
+    return excerpt_html(r.lines, packet_counts(r.window), max_lines=max_lines, fixed=True)
 
 
 def static_html(r: ReportView) -> str:

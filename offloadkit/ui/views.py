@@ -126,13 +126,16 @@ def trace_text(lines_by_point: Mapping[str, Sequence[str]], *, max_lines: int = 
 
 
 def excerpt_html(lines_by_point: Mapping[str, Sequence[str]], counts: Mapping[str, int] | None = None, *,
-                 max_lines: int = 10, strip_common: bool = True, hidden: Mapping[str, int] | None = None) -> str:
+                 max_lines: int = 10, strip_common: bool = True, hidden: Mapping[str, int] | None = None,
+                 fixed: bool = False) -> str:
     """tcpdump lines per capture point as HTML text panels that wrap inside their box.
 
     ``counts``: packets per point for the headings (an encapsulated packet prints two
     lines); by default the number of lines. ``hidden``: packets per point whose lines were
     not printed at all (``OnePacket.lines.head``), said after the lines. A head shared by
-    every line (one flow's "IP a.b > c.d: ") is printed once above the panels.
+    every line (one flow's "IP a.b > c.d: ") is printed once above the panels. ``fixed``
+    (a live panel): every box is ``max_lines`` + 1 lines high whatever it holds, lines do not
+    wrap (they scroll), so a recompute redraws the text without moving the charts below it.
     """
     import html
     if not lines_by_point:
@@ -152,7 +155,7 @@ def excerpt_html(lines_by_point: Mapping[str, Sequence[str]], counts: Mapping[st
         panels.append(f"<div style='flex:1 1 420px;min-width:0;max-width:100%'>"
                       f"<div style='font-weight:bold;font-size:12px'>{html.escape(point)} "
                       f"({n} packet{'s' if n != 1 else ''})</div>"
-                      f"<pre style='{_PRE}'>{body}</pre></div>")
+                      f"<pre style='{_pre(max_lines + 1) if fixed else _PRE}'>{body}</pre></div>")
     top = (f"<div style='font-family:{MONO};font-size:11px;color:#555'>every line starts with: "
            f"{html.escape(head.rstrip())}</div>") if head else ""
     return (f"<div class='offloadkit-excerpt' style='max-width:100%'>{top}"
@@ -161,6 +164,12 @@ def excerpt_html(lines_by_point: Mapping[str, Sequence[str]], counts: Mapping[st
 
 _PRE = (f"font-family:{MONO};font-size:11px;line-height:1.35;margin:2px 0;white-space:pre-wrap;"
         "overflow-wrap:anywhere;max-width:100%;overflow-x:auto")
+
+
+def _pre(lines: int) -> str:
+    """A <pre> style of a fixed ``lines`` high box: long lines scroll sideways, more lines down."""
+    return (f"font-family:{MONO};font-size:11px;line-height:1.35;margin:2px 0;white-space:pre;"
+            f"max-width:100%;box-sizing:content-box;height:{1.35 * lines:.2f}em;overflow:auto")
 
 
 # -- segment sizes -----------------------------------------------------------
