@@ -281,19 +281,21 @@ def time_sequence(trace: Trace, point: str | None = None, *, max_points: int = 3
     retransmissions (segments ending at or below the highest end sent before)
     and drops are coloured. Sequence numbers and times are relative to the first segment.
     """
-    at = trace.at(point) if point else trace
-    data = at[(at.direction == 0) & (at.payload_len > 0)]
-    n = len(data)
+    keep = (trace.direction == 0) & (trace.payload_len > 0)       # column masks: the five columns used, no Trace
+    if point:
+        keep &= trace.point == trace.point_code(point)
+    sel = np.flatnonzero(keep)
+    n = len(sel)
     if n == 0:
         return message_chart(f"no data segments at {point or 'this point'}", width=width)
-    seq = data.seq.astype(np.int64)
+    seq, time_ns = trace.seq[sel].astype(np.int64), trace.time_ns[sel]
     rel = (seq - seq[0]) % (1 << 32)
     rel = np.where(rel > (1 << 31), rel - (1 << 32), rel)
-    end = rel + data.payload_len.astype(np.int64)
+    end = rel + trace.payload_len[sel].astype(np.int64)
     prev_max = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int64).min], end[:-1]]))
     retrans = end <= prev_max
-    fate = np.where(data.drop != 0, "dropped", np.where(retrans, "retransmission", "delivered"))
-    t_ms = (data.time_ns - data.time_ns[0]) / 1e6
+    fate = np.where(trace.drop[sel] != 0, "dropped", np.where(retrans, "retransmission", "delivered"))
+    t_ms = (time_ns - time_ns[0]) / 1e6
     idx = np.arange(n)
     if n > max_points:  # keep every drop and retransmission, thin out the rest
         keep = (fate != "delivered") | (idx % int(np.ceil(n / max_points)) == 0)
