@@ -56,11 +56,16 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 
 # The unit, property, oracle and browser tests in the checkout, then the installed wheel
-# (reproduce, dashboards, the notebooks under nbval) in a fresh venv outside it.
+# (reproduce, dashboards, the notebooks under nbval) in a fresh venv outside it. The wheel's
+# build, venv and warmup run beside the checkout's warmup (each takes one core); its log is
+# shown after. Nothing runs beside the suite: its kernel-lab tests are timing-sensitive.
+WHEEL_WORK = $(or $(TMPDIR),/tmp)/offloadkit-wheel-$(shell printf %s '$(CURDIR)' | cksum | cut -d' ' -f1)
 test: $(VENV)/.installed-test system-tools lint
-	$(BIN)/offloadkit warmup
+	bash .ci/wheel-check --prepare $(WHEEL_WORK) $(BIN)/python >$(WHEEL_WORK).log 2>&1 & prep=$$!; \
+	  $(BIN)/offloadkit warmup || { kill $$prep; exit 1; }; \
+	  wait $$prep || { tail -40 $(WHEEL_WORK).log; exit 1; }; cat $(WHEEL_WORK).log
 	$(BIN)/python -m pytest tests -p no:cacheprovider
-	bash .ci/wheel-check $(BIN)/python
+	bash .ci/wheel-check --check $(WHEEL_WORK) $(BIN)/python
 
 # Mutated captures through the reader, gro, segment, doctor; random export command lines:
 # 10,000 cases per verb, counts of exits and tracebacks; failing inputs kept in fuzz-failures/.

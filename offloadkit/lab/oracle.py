@@ -40,7 +40,10 @@ or end seq) of the kit must be one of the kernel's and vice versa (sets of
 seqs, so retransmissions are fine), no kit aggregate may contain a PSH segment
 but at its end, and aggregates that coincide must have the same IP total
 length, IP ID, flags, TTL and window. PSH and size-limit flushes are never
-handed to the kit: it must find those itself.
+handed to the kit: it must find those itself. Aggregates over or next to bytes that
+egress carried twice (a retransmission) are left out of both directions and
+counted (``GroReport.retransmitted``): poll ends are keyed by seq, and a seq
+sent twice cannot say which copy a poll started at.
 
 **GRO, issue 3's literal check** (kit boundaries a subset of the kernel's, no
 merge across a PSH), run with what is known of the capturing kernel rather than
@@ -297,6 +300,7 @@ class GroReport:
     kernel_psh_crossings: int = 0     # the same for the kernel (sanity of the capture)
     coinciding: int = 0
     field_mismatches: int = 0
+    retransmitted: int = 0            # aggregates (kit + kernel) over bytes egress carried twice: not compared
     kit_sizes: dict = field(default_factory=dict)
     kernel_sizes: dict = field(default_factory=dict)
     examples: list = field(default_factory=list)
@@ -315,7 +319,8 @@ class GroReport:
         s = (f"kit {self.kit_aggregates} aggregates, kernel {self.kernel_aggregates}; "
              f"{self.kit_only_boundaries} kit-only and {self.kernel_only_boundaries} kernel-only boundaries, "
              f"{self.psh_crossings} merges across PSH, "
-             f"{self.coinciding} identical aggregates of which {self.field_mismatches} differ in headers")
+             f"{self.coinciding} identical aggregates of which {self.field_mismatches} differ in headers; "
+             f"{self.retransmitted} over retransmitted bytes not compared")
         return _with_examples(s, self.examples)
 
 
@@ -323,6 +328,25 @@ def _sizes(d) -> dict:
     v, c = np.unique(d.payload_len, return_counts=True)
     order = np.argsort(-c)[:8]
     return {int(v[k]): int(c[k]) for k in order}
+
+
+def _sent_twice(spans: list) -> list:
+    """The byte ranges ``[s, e)`` of one flow that two egress segments both carried, merged."""
+    out, reach = [], None
+    for s, e, _ in sorted(spans):
+        if reach is not None and s < reach:
+            lo, hi = s, min(e, reach)
+            if out and lo <= out[-1][1]:
+                out[-1][1] = max(out[-1][1], hi)
+            else:
+                out.append([lo, hi])
+        reach = e if reach is None else max(reach, e)
+    return out
+
+
+def _touches(ranges: list, s: int, e: int) -> bool:
+    """``[s, e)`` overlaps or adjoins one of ``ranges``."""
+    return any(lo <= e and s <= hi for lo, hi in ranges)
 
 
 def compare_gro(kit_pcap, rcv_pcap, egress_pcap, sender_ip: str | None = None) -> GroReport:
@@ -349,6 +373,12 @@ def compare_gro(kit_pcap, rcv_pcap, egress_pcap, sender_ip: str | None = None) -
         return out
 
     ks, rs, es = spans(kit), spans(ker), spans(eg)
+    twice = {tup: _sent_twice(sp) for tup, sp in es.items()}
+
+    def checked(table, tup):
+        """One flow's aggregates that are compared: not over, nor next to, bytes egress carried twice."""
+        return [x for x in table.get(tup, []) if not _touches(twice.get(tup, ()), x[0], x[1])]
+    rep.retransmitted = sum(len(sp) - len(checked(t, tup)) for t in (ks, rs) for tup, sp in t.items())
 
     def psh_ends_of(tup):
         """Ends of the egress segments with PSH set in one flow, sorted."""
@@ -362,7 +392,7 @@ def compare_gro(kit_pcap, rcv_pcap, egress_pcap, sender_ip: str | None = None) -
         lo = min((s for s, _, _ in rl), default=None)
         hi = max((e for _, e, _ in rl), default=None)
         psh_ends = psh_ends_of(tup)
-        for s, e, i in kl:
+        for s, e, i in checked(ks, tup):
             if lo is not None and lo <= s and e <= hi:  # inside what the receiver captured
                 for b, have, what in ((s, r_starts, "start"), (e, r_ends, "end")):
                     if b not in have:
@@ -385,7 +415,7 @@ def compare_gro(kit_pcap, rcv_pcap, egress_pcap, sender_ip: str | None = None) -
         k_starts, k_ends = {s for s, _, _ in kl}, {e for _, e, _ in kl}
         lo = min((s for s, _, _ in kl), default=None)
         hi = max((e for _, e, _ in kl), default=None)
-        for s, e, _ in rl:
+        for s, e, _ in checked(rs, tup):
             if lo is not None and lo <= s and e <= hi:
                 for b, have, what in ((s, k_starts, "start"), (e, k_ends, "end")):
                     if b not in have:

@@ -1,5 +1,6 @@
 """The Makefile's recipes (dry runs, `make -n`): lab passes Jupyter options and --allow-root as
-root only; lab installs [lab] without the test extras; test lints, tests, then checks the wheel."""
+root only; lab installs [lab] without the test extras; test lints, warms up the checkout while the
+wheel is built, installed and warmed up beside it, runs the suite, then checks the wheel."""
 from __future__ import annotations
 
 import os
@@ -36,5 +37,9 @@ def test_test_target_lints_runs_the_suite_and_checks_the_wheel(tmp_path):
     text = "\n".join(lines)
     assert "'.[lab,test,browser,docs,dask]'" in text and "ruff check ." in text
     order = [next(i for i, line in enumerate(lines) if key in line)
-             for key in ("ruff check", "offloadkit warmup", "pytest tests", ".ci/wheel-check")]
+             for key in ("ruff check", "wheel-check --prepare", "offloadkit warmup", "pytest tests",
+                         "wheel-check --check")]
     assert order == sorted(order)
+    # the wheel's preparation runs in the background beside the checkout's warmup, and is waited for
+    prepare = next(line for line in lines if "wheel-check --prepare" in line)
+    assert "& prep=$!" in prepare and any("wait $prep" in line for line in lines[:order[3]])
