@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import shutil
 import subprocess
 import struct
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -39,35 +41,61 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from reference import pcap_ref  # noqa: E402  (the dpkt reference reader)
 
 
+PSH_EVERY = 22        # data segments per sender burst (a TSO packet's last segment carries PSH)
+
+
 def make_header_only_pcap(path: Path, n: int) -> None:
-    """N header-only records of a bulk transfer (data + ACKs), built by tiling one written block."""
-    block = 1000
-    k = np.arange(block)
-    data = k % 3 != 2
+    """N header-only records (``tcpdump -s 96`` at the receiver) of one bulk flow with its ACKs.
+
+    Two data segments (1448 B, 12 µs apart) per ACK; the sender's IP IDs count its own
+    segments, timestamps tick every millisecond, PSH ends every ``PSH_EVERY``-th segment, so
+    GRO merges the data as the kernel would. TCP checksums are the pseudo-header sums a host
+    with TX checksum offload writes. Built by tiling one written (data, data, ACK) block and
+    patching each record's time, IP ID (and header checksum), seq, ack, flags and timestamps."""
+    k = np.arange(3)
+    data = k != 2
     t = Trace.from_columns(
         src_ip=np.where(data, 0xC6120001, 0xC6120002), dst_ip=np.where(data, 0xC6120002, 0xC6120001),
-        sport=np.where(data, 40000, 5201), dport=np.where(data, 5201, 40000),
-        seq=1 + k * 1448, ack=np.where(data, 1, k * 1448), flags=np.where(k % 7 == 0, C.ACK | C.PSH, C.ACK),
-        payload_len=np.where(data, 1448, 0), opt_ts=True, tsval=k, tsecr=k, window=502, ip_id=k,
-        time_ns=k * 12_000, csum_state=np.where(data, C.CSUM_PARTIAL, 0), tcp_hlen=32)
+        sport=np.where(data, 40000, 5201), dport=np.where(data, 5201, 40000), flags=C.ACK,
+        payload_len=np.where(data, 1448, 0), opt_ts=True, window=502, csum_state=C.CSUM_PARTIAL, tcp_hlen=32)
     tmp = path.with_suffix(".block")
     pcap.write_pcap(tmp, t, header_only=True, snaplen=96)
     raw = np.fromfile(tmp, dtype=np.uint8)
     tmp.unlink()
-    rec = 16 + 66
-    recs = raw[24:].reshape(block, rec)
-    reps = -(-n // block)
-    out = np.tile(recs, (reps, 1))[:n].copy()
-    i = np.arange(n, dtype=np.int64)
-    t_us = (i * 12)                                      # 12 µs apart
-    out[:, 0:4] = (t_us // 1_000_000).astype("<u4").view(np.uint8).reshape(n, 4)
-    out[:, 4:8] = (t_us % 1_000_000).astype("<u4").view(np.uint8).reshape(n, 4)
-    seq = (1 + (i // 3 * 2 + i % 3) * 1448) % (1 << 32)
-    seq_b = seq.astype(">u4").view(np.uint8).reshape(n, 4)
-    out[:, 16 + 38:16 + 42] = seq_b                      # TCP seq (Ethernet 14 + IP 20 + 4)
+    recs = raw[24:].reshape(3, 16 + 66)
     with open(path, "wb") as f:
         f.write(raw[:24].tobytes())
-        f.write(out.tobytes())
+        for a in range(0, n, 1 << 20):                   # 1M records at a time: memory stays flat at 10M
+            f.write(_bulk_records(recs, np.arange(a, min(a + (1 << 20), n), dtype=np.int64)).tobytes())
+
+
+def _be(v, dtype: str, n: int):
+    return np.ascontiguousarray(v).astype(dtype).view(np.uint8).reshape(n, -1)
+
+
+def _bulk_records(recs, i):
+    """Records ``i`` of :func:`make_header_only_pcap` (offsets: pcap header 16 + Ethernet 14 + ...)."""
+    n = len(i)
+    out = recs[i % 3].copy()
+    ack_row = i % 3 == 2
+    d = i // 3 * 2 + np.minimum(i % 3, 1)                 # data segments sent up to this record
+    t_us = i * 12
+    ms = t_us // 1000
+    out[:, 0:4] = _be(t_us // 1_000_000, "<u4", n)
+    out[:, 4:8] = _be(t_us % 1_000_000, "<u4", n)
+    out[:, 34:36] = _be(np.where(ack_row, i // 3, d) & 0xFFFF, ">u2", n)
+    out[:, 54:58] = _be(np.where(ack_row, 1, 1 + d * 1448) % (1 << 32), ">u4", n)
+    out[:, 58:62] = _be(np.where(ack_row, (1 + d * 1448) % (1 << 32), 1), ">u4", n)
+    out[:, 63] = np.where(~ack_row & (d % PSH_EVERY == PSH_EVERY - 1), C.ACK | C.PSH, C.ACK)
+    out[:, 74:78] = _be(ms + np.where(ack_row, 5000, 1), ">u4", n)
+    out[:, 78:82] = _be(ms + np.where(ack_row, 1, 5000), ">u4", n)
+    out[:, 40:42] = 0
+    words = out[:, 30:50].astype(np.int64).reshape(n, 10, 2)
+    s = (words[:, :, 0] << 8 | words[:, :, 1]).sum(axis=1)
+    s = (s & 0xFFFF) + (s >> 16)
+    s = (s & 0xFFFF) + (s >> 16)
+    out[:, 40:42] = _be(~s & 0xFFFF, ">u2", n)
+    return out
 
 
 def bare_dpkt_loop(path: Path, limit: int) -> int:
@@ -116,12 +144,14 @@ def make_tso_pcap(path: Path, n: int) -> None:
     pcap.write_pcap(path, t, header_only=True, snaplen=96)
 
 
-def measured(argv: list[str], ok=(0,)) -> tuple[float, float, float]:
+def measured(argv: list[str], ok=(0,), out: list | None = None) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds (user + system), peak RSS in MB) of one command, by /usr/bin/time;
-    ``ok``: exit codes that are success."""
+    ``ok``: exit codes that are success; ``out``: gets the command's stdout appended."""
     p = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", *argv], capture_output=True, text=True, check=False)
     if p.returncode not in ok:
         raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.strip()[-300:]}")
+    if out is not None:
+        out.append(p.stdout)
     wall, user, system, rss_kb = p.stderr.strip().splitlines()[-1].split()
     return float(wall), float(user) + float(system), int(rss_kb) / 1024
 
@@ -161,6 +191,7 @@ def verbs(n: int, d: Path, only=VERBS) -> None:
             subprocess.run([*kit, *map(str, argv)], capture_output=True, check=False)   # caches filled: not timed
     rows = []
     base = {}
+    said = defaultdict(list)                          # label -> stdout of its run
 
     def row(label, m, ref):
         rows.append((label, *m, m[0] / max(base[ref][0], 0.01), m[1] / max(base[ref][1], 0.01)))
@@ -172,7 +203,7 @@ def verbs(n: int, d: Path, only=VERBS) -> None:
         if shutil.which("tshark"):
             row(f"tshark -r -w ({name})", measured(["tshark", "-n", "-r", str(src), "-w", str(d / "ts.pcap")]), name)
     for label, argv, ref in (
-            ("offloadkit gro", [*kit, "gro", str(bulk), str(d / "g.pcap")], "bulk"),
+            ("offloadkit gro", [*kit, "gro", "--json", str(bulk), str(d / "g.pcap")], "bulk"),
             ("offloadkit gro (pcapng.gz)", [*kit, "gro", f"{d / 'bulk.pcapng'}.gz", str(d / "g2.pcap")], "bulk"),
             ("offloadkit doctor", [*kit, "doctor", str(bulk)], "bulk"),
             ("offloadkit doctor (pcapng.gz)", [*kit, "doctor", f"{d / 'bulk.pcapng'}.gz"], "bulk"),
@@ -182,7 +213,7 @@ def verbs(n: int, d: Path, only=VERBS) -> None:
             ("offloadkit export", [*kit, "export", "rtl8139", str(d / "x.pcap")], "bulk")):
         if label.split()[1] not in only:
             continue
-        row(label, measured(argv, ok=(0, 1) if "doctor" in label else (0,)), ref)     # doctor: 1 = warnings
+        row(label, measured(argv, ok=(0, 1) if "doctor" in label else (0,), out=said[label]), ref)  # doctor: 1 = warnings
     if "segment" in only:
         base["seg"] = measured(["tcpdump", "-r", str(d / "s.pcap"), "-w", str(d / "td-seg.pcap")])
         row("tcpdump -r -w (segment's output)", base["seg"], "seg")
@@ -194,6 +225,9 @@ def verbs(n: int, d: Path, only=VERBS) -> None:
         seg = next(r for r in rows if r[0] == "offloadkit segment")
         print(f"segment against tcpdump copying its output: {seg[1] / max(base['seg'][0], 0.01):.1f}x wall, "
               f"{seg[2] / max(base['seg'][1], 0.01):.1f}x cpu (goal <= 5x; RSS goal <= 400 MB)")
+    if said["offloadkit gro"]:
+        g = json.loads(said["offloadkit gro"][0])
+        print(f"gro: {g['packets_in']:,} packets -> {g['packets_out']:,} ({g['merged']:,} merged)")
     same = {v: same_bytes(d / f"{v[0]}.pcap", d / f"{v[0]}2.pcap") for v in ("gro", "segment") if v in only}
     print("pcapng.gz gives byte-identical output to the pcap: "
           + ", ".join(f"{v} {ok}" for v, ok in same.items()))

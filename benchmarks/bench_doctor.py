@@ -1,4 +1,4 @@
-"""Doctor speed: ``diagnose`` (numpy over the trace's columns) vs the plain-Python reference loop.
+"""Doctor speed: ``diagnose`` (running tallies, doctor.accumulate) vs the plain-Python reference loop.
 
     python -m benchmarks.bench_doctor [--packets 1000000] [--flows 100] [--baseline 100000]
 

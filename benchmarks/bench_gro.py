@@ -5,7 +5,9 @@ is N full-MSS segments of 16 TCP flows arriving in bursts of 8 (PSH on each
 burst's last segment, 1 µs apart, NAPI budget 64, HZ 1000, 1 ms poll gap: the
 defaults). Prints, best of 3:
 - kernel: ``gro_kernel`` on prepared arrays (the aggregation itself);
-- gro(): the whole call (keys, checksum verdicts, kernel, output Trace);
+- gro(): the whole call (keys, checksum verdicts, kernel, output Trace: the columns it
+  computes; the others are gathered from the input when first read), and with every
+  output column read;
 - the reference (``tests/reference/gro_ref.py``) on the first M packets, scaled;
 and the ratios against the reference measured in this run. Times are CPU
 seconds of this process (``time.process_time``), i.e. one core.
@@ -60,6 +62,8 @@ def main(argv=None) -> None:
     prep = G.prepare(t, params)
     t_kernel, (reasons, _, O) = best(lambda: G.run_kernel(prep, params))
     t_full, res = best(lambda: G.gro(t, params))
+    t_cols, _ = best(lambda: [v for v in G.gro(t, params).out.columns.values()])
+    t_prep, _ = best(lambda: G.prepare(t, params))
     m = min(a.ref_packets, a.packets)
     sub = t[:m]
     rows = gro_ref.trace_rows(sub)
@@ -75,9 +79,14 @@ def main(argv=None) -> None:
           f"{k_rate / ref_rate:7.0f}x the reference")
     print(f"gro() total  : {t_full * 1e3:8.1f} ms  {f_rate / 1e6:7.2f} M segments/s  "
           f"{f_rate / ref_rate:7.0f}x the reference")
+    print(f"prepare()    : {t_prep * 1e3:8.1f} ms  {a.packets / t_prep / 1e6:7.2f} M segments/s  (keys, checksum "
+          f"verdicts: part of gro())")
+    print(f"gro(), every output column read: {t_cols * 1e3:8.1f} ms  {a.packets / t_cols / 1e6:7.2f} M segments/s")
     print(f"reference    : {t_ref * 1e3:8.1f} ms for {m:,}  {ref_rate / 1e6:7.3f} M segments/s")
+    print(f"gro() runs at {f_rate / k_rate:.2f}x the kernel's rate (same run)")
     print(f"goal: >= 20 M segments/s on one core and >= 100x the reference: kernel "
-          f"{'met' if k_rate >= 20e6 and k_rate >= 100 * ref_rate else 'NOT met'}")
+          f"{'met' if k_rate >= 20e6 and k_rate >= 100 * ref_rate else 'NOT met'}, gro() "
+          f"{'met' if f_rate >= 20e6 else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ integer column ``point`` indexes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, MutableMapping
 
 import numpy as np
 
@@ -91,6 +91,78 @@ def repeat_rows(col: np.ndarray, counts: np.ndarray, total: int) -> np.ndarray:
     return np.repeat(col, counts, axis=0)
 
 
+class LazyColumns(MutableMapping):
+    """Trace columns some of which are made when first read: ``lazy[name] = (fn, *args)`` gives
+    column ``name`` as ``fn(*args)`` on first use (a stage's output shares or gathers the input
+    columns it does not change, and a caller that reads few columns pays for few). Iteration
+    follows FIELDS order. The arrays ``args`` hold are read when the column is made: do not
+    modify them meanwhile. Pickles as a plain dict (every column made)."""
+
+    def __init__(self, have: dict, lazy: dict):
+        self.have, self.lazy = have, lazy
+
+    def __getitem__(self, name):
+        v = self.have.get(name)
+        if v is None:
+            fn, *args = self.lazy.pop(name)         # KeyError for a column it has not
+            v = self.have[name] = fn(*args)
+        return v
+
+    def __setitem__(self, name, value):
+        self.lazy.pop(name, None)
+        self.have[name] = value
+
+    def __delitem__(self, name):
+        if self.lazy.pop(name, None) is None:
+            del self.have[name]
+
+    def __contains__(self, name):
+        return name in self.have or name in self.lazy
+
+    def __iter__(self):
+        yield from (k for k in FIELDS if k in self)
+        yield from (k for k in [*self.have, *self.lazy] if k not in FIELDS)
+
+    def copy(self) -> "LazyColumns":
+        """Another mapping with the same columns, still lazy (each makes its own on first use)."""
+        return LazyColumns(dict(self.have), dict(self.lazy))
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+    def __reduce__(self):
+        return dict, (dict(self.items()),)
+
+
+def _shallow(columns):
+    """A copy of a column mapping sharing its arrays (lazy columns stay lazy)."""
+    return columns.copy() if isinstance(columns, LazyColumns) else dict(columns)
+
+
+class ColumnBuffer:
+    """Arrays reused from chunk to chunk of a stream: ``get(name, n, dtype, shape)`` is a view of n
+    rows of one array kept per name (grown, never shrunk), so a chunk's columns cost no fresh pages.
+    A view is valid until the next ``get`` of that name; a name always has the same dtype and shape."""
+
+    def __init__(self):
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, n: int, dtype, shape: tuple[int, ...] = ()) -> np.ndarray:
+        a = self.arrays.get(name)
+        if a is None or len(a) < n:
+            a = self.arrays[name] = np.empty((max(n, 2 * len(a)) if a is not None else n, *shape), dtype)
+        return a[:n]
+
+    def trace(self, n: int) -> "Trace":
+        """``Trace.empty(n)`` in this buffer's memory (every column refilled with its default)."""
+        cols = {}
+        for name, (dtype, default, shape) in FIELDS.items():
+            v = self.get(name, n, dtype, shape)
+            v.fill(default)
+            cols[name] = v
+        return Trace(cols)
+
+
 @dataclass(frozen=True, eq=False)
 class Trace:
     """A packet table. Build one with :meth:`from_columns`; columns are attributes."""
@@ -163,7 +235,7 @@ class Trace:
 
     def replace(self, **columns) -> "Trace":
         """A copy sharing unchanged columns, with the given columns replaced."""
-        cols = dict(self.columns)
+        cols = _shallow(self.columns)
         for k, v in columns.items():
             if k not in FIELDS:
                 raise ValueError(f"unknown trace column {k!r}")
@@ -191,7 +263,7 @@ class Trace:
     def with_point(self, name: str) -> "Trace":
         """The same packets, all labelled as captured at ``name``."""
         points = self.points if name in self.points else self.points + (name,)
-        t = Trace(dict(self.columns), points, dict(self.meta))
+        t = Trace(_shallow(self.columns), points, dict(self.meta))
         return t.replace(point=np.full(len(self), points.index(name)))
 
     @staticmethod

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-from itertools import chain
 
 from ..errors import UsageError
 from ..units import parse_time
@@ -89,118 +88,11 @@ def run(args) -> int:
 
 
 def _gro(args, params):
-    """(totals, CaptureResult, format written): a classic pcap or a pcapng streamed chunk by
-    chunk, written as a pcap when one holds it (see :class:`_Sink`), else as pcapng; other input
-    read whole and run in chunks."""
-    from ..io.batch import pcap_kind, read_batch
-    from ..io.capture import check_loaded, check_path
-    from ..io.stream import CHUNK, PcapStream, open_pcap_stream
+    """(totals, CaptureResult, format written): IN streamed chunk by chunk (``io.sink``), OUT a pcap
+    written as it comes when one holds it, else pcapng."""
+    from ..io.sink import open_input, run_into
     from ..rewrite.gro import gro_stream
-    check_path(args.input)
-    stream, source = open_pcap_stream(args.input, pcapng=True)
-    if stream is not None:
-        info = stream.result
-        check_loaded(args.input, info, 1)
-        chunks = iter(stream)
-        first = next(chunks, None)
-        check_loaded(args.input, info, int(first is not None))
-        chunks = chain([first], chunks) if first is not None else iter(())
-        kind = (info.linktype, info.fcs[0] if info.fcs else 0) if isinstance(stream, PcapStream) else "check"
-        total = None
-    else:
-        batch, info = read_batch(source)
-        check_loaded(args.input, info, len(batch))
-        kind = pcap_kind(batch, info)
-        chunks = (batch.slice(a, a + CHUNK) for a in range(0, len(batch), CHUNK))
-        total = len(batch)
-    with counter(args, total, "gro") as progress:
-        sink = _Sink(args.output, info, kind)
-        try:
-            run = gro_stream(sink.inputs(chunks), sink.write, params, progress)
-        except BaseException:
-            sink.abort()
-            raise
-        fmt = sink.close()
-    return run, info, fmt
-
-
-class _Sink:
-    """Where gro's output goes: a pcap of ``kind`` (link type, FCS) written as it comes; pcapng,
-    written at the end, when ``kind`` is None (the input mixes link types or has times a pcap
-    cannot hold). ``kind`` "check" (a streamed pcapng): the kind of the input's chunks, checked
-    as they are read; the output is held (up to HOLD bytes) until the input ends or it is
-    committed to a pcap, read back and held if a later chunk does not fit it (a later interface
-    of another link type or a finer time resolution; refused in one line when OUT is stdout)."""
-
-    HOLD = 1 << 23
-
-    def __init__(self, path, info, kind):
-        from ..io.batch import pcap_writer
-        self.path, self.info, self.kind = path, info, kind
-        self.held, self.held_bytes, self.writer, self.like = [], 0, None, None
-        self.check = kind == "check"
-        if not self.check and kind is not None:
-            self._commit(pcap_writer)
-
-    def _commit(self, pcap_writer):
-        self.writer = pcap_writer(self.path, self.kind, self.info)
-        self.like = (self.info.snaplen, self.info.nano)
-        for b in self.held:
-            self.writer.write(b)
-        self.held, self.held_bytes = [], 0
-
-    def inputs(self, chunks):
-        from ..io.batch import pcap_kind
-        first = True
-        for c in chunks:
-            if self.check:
-                k = pcap_kind(c, self.info)
-                if first:
-                    self.kind, first = k, False
-                if k != self.kind or k is None or (self.writer is not None and self._moved()):
-                    self._give_up()
-            yield c
-
-    def _moved(self) -> bool:
-        return self.like != (self.info.snaplen, self.info.nano)
-
-    def _give_up(self):
-        """Stop writing a pcap: what was written is read back and held with what follows."""
-        from ..io.batch import read_batch
-        from ..io.records import STDIO
-        self.check, self.kind = False, None
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
-            if str(self.path) == STDIO:
-                raise UsageError("the input's link types or time resolution change after the first "
-                                 f"{self.HOLD >> 20} MB of output already written to stdout as a pcap; "
-                                 "give OUT a file name")
-            self.held = [read_batch(self.path)[0], *self.held]
-
-    def write(self, b):
-        if self.writer is not None:
-            self.writer.write(b)
-            return
-        self.held.append(b)
-        self.held_bytes += int(b.cap.sum()) + 16 * len(b)
-        if self.check and self.held_bytes > self.HOLD:
-            from ..io.batch import pcap_writer
-            self._commit(pcap_writer)
-
-    def abort(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-
-    def close(self) -> str:
-        from ..io.batch import Batch, pcap_writer, write_batch
-        if self.kind == "check":                     # no packets: the kind the file describes
-            self.kind = (self.info.linktype, self.info.fcs[0] if self.info.fcs else 0)
-        if self.writer is not None and self.check and self._moved():
-            self._give_up()
-        if self.writer is None and self.kind is not None:
-            self._commit(pcap_writer)
-        if self.writer is not None:
-            self.writer.close()
-            return "pcap-ns" if self.info.nano else "pcap"
-        return write_batch(self.path, Batch.concat(self.held), self.info)
+    inp = open_input(args.input)
+    with counter(args, inp.total, "gro") as progress:
+        run, fmt = run_into(args.output, inp, lambda chunks, write: gro_stream(chunks, write, params, progress))
+    return run, inp.info, fmt

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import sys
-from itertools import chain
 from pathlib import Path
 
 from ..codes import NIC_MODELS
@@ -30,36 +29,21 @@ def configure(parser) -> None:
 
 def run(args) -> int:
     from ..engine.segment import check_gso_size      # the engine (numba) only when the verb runs
-    from ..io.batch import pcap_kind, pcap_writer, read_batch, write_batch
-    from ..io.capture import check_loaded, check_path
     from ..io.records import STDIO
-    from ..io.stream import open_pcap_stream
-    from ..rewrite.segment import segment_batch, segment_stream
+    from ..io.sink import open_input, run_into
+    from ..rewrite.segment import segment_stream
     try:
         mss = int(str(args.mss), 10)
     except ValueError:
         raise UsageError(f"--mss {args.mss!r} is not a whole number of bytes") from None
     check_gso_size(mss)
     opts = dict(nic=args.nic, tx_csum=not args.no_tx_csum, fixed_id=args.fixed_id)
-    check_path(args.input)
-    stream, source = open_pcap_stream(args.input)
-    if stream is None:                                  # pcapng: read whole, written in chunks if a pcap holds it
-        batch, info = read_batch(source)
-        check_loaded(args.input, info, len(batch))
-        kind = pcap_kind(batch, info)
-        with counter(args, len(batch), "segment") as progress:
-            if kind is None:
-                run = segment_batch(batch, mss, progress=progress, **opts)
-                fmt = write_batch(args.output, run.records, info)
-            else:
-                writer = pcap_writer(args.output, kind, info)
-                try:
-                    run = segment_stream([batch], writer.write, mss, progress=progress, **opts)
-                finally:
-                    writer.close()
-                fmt = "pcap-ns" if info.nano else "pcap"
-    else:
-        run, info, fmt = _segment_stream(args, stream, mss, opts)
+    inp = open_input(args.input)
+    info = inp.info
+    with counter(args, inp.total if inp.total is not None else _records_estimate(args.input, inp), "segment") \
+            as progress:
+        run, fmt = run_into(args.output, inp, lambda chunks, write: segment_stream(chunks, write, mss,
+                                                                                    progress=progress, **opts))
     n_in = run.packets
     say = sys.stderr if args.output == STDIO else sys.stdout     # OUT '-' is the capture on stdout
     if info.error:
@@ -84,25 +68,10 @@ def run(args) -> int:
     return 0
 
 
-def _segment_stream(args, stream, mss: int, opts: dict):
-    """Segment a classic pcap chunk by chunk: (totals, CaptureResult, format)."""
-    from ..io.batch import pcap_writer
-    from ..io.capture import check_loaded
+def _records_estimate(path, inp) -> int | None:
+    """Records in a streamed IN, from its size and its first chunk's records (None: not known)."""
     from ..io.records import STDIO
-    from ..rewrite.segment import segment_stream
-    info = stream.result
-    check_loaded(args.input, info, 1)
-    chunks = iter(stream)
-    first = next(chunks, None)
-    if first is None:
-        check_loaded(args.input, info, 0)
-    size = Path(args.input).stat().st_size if args.input != STDIO and not str(args.input).endswith(".gz") else 0
-    per = 16 + float(first.cap.mean()) if first is not None and len(first) else 0
-    writer = pcap_writer(args.output, (info.linktype, info.fcs[0] if info.fcs else 0), info)
-    try:
-        with counter(args, int((size - 24) / per) if per and size else None, "segment") as progress:
-            run = segment_stream(chain([first] if first is not None else [], chunks), writer.write, mss,
-                                 progress=progress, **opts)
-    finally:
-        writer.close()
-    return run, info, "pcap-ns" if info.nano else "pcap"
+    if inp.first is None or not len(inp.first) or str(path) == STDIO or str(path).endswith(".gz"):
+        return None
+    per = (32 if inp.info.format == "pcapng" else 16) + float(inp.first.cap.mean())
+    return int(Path(path).stat().st_size / per)

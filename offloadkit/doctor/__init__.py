@@ -3,8 +3,9 @@
 :func:`diagnose_file` reads a pcap/pcapng chunk by chunk with :mod:`.reader` (the packets
 and messages :func:`offloadkit.io.capture.read_capture` gives; a damaged file is diagnosed
 on the packets read, its reader message becoming a finding); :func:`diagnose` works on a
-Trace. Every check is numpy over the trace's columns, grouped by (flow, direction) - see
-:mod:`.context`. The checks:
+Trace. Every check reads tallies made as the packets go by (:mod:`.accumulate`), grouped
+by (flow, direction) - see :mod:`.context` - so a capture is diagnosed in memory that does
+not grow with it. The checks:
 
 - ``super-packets`` / ``aggregates`` (info): packets over the link MTU, i.e. the
   capture was taken above TSO/GSO or after GRO/LRO (:mod:`.sizes`);
@@ -25,14 +26,21 @@ Healthy traffic gives info findings only.
 """
 from __future__ import annotations
 
+import contextlib
+import shutil
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..io.records import STDIO
+from ..io.stream import CHUNK
 from ..trace import Trace
 from . import checksums, loss, sizes, stats
-from .context import COLUMNS, Hints, build
+from .accumulate import Accumulator
+from .context import CHUNK_COLUMNS, Context, Hints, build, finish
 from .findings import SEVERITIES, Finding, plain
-from .reader import read_columns
+from .reader import read_columns, tally_capture
 
 __all__ = ["Diagnosis", "Finding", "Hints", "diagnose", "diagnose_file"]
 
@@ -76,49 +84,82 @@ def diagnose(trace: Trace, side: str | None = None, mtu: int | None = None, gro:
     ``update(n)`` is told the packets each check has covered (``commands.progress.counter``).
     """
     hints = Hints(side=side, mtu=mtu, gro=gro)
+    ctx = build(trace, hints) if len(trace) else None
+    d = _diagnosis(ctx, hints, len(trace), notes, error, capture, progress)
+    d.trace = trace
+    return d
+
+
+def _diagnosis(ctx: Context | None, hints: Hints, n: int, notes, error, capture: str, progress) -> Diagnosis:
+    """The findings of the tallies ``ctx`` of ``n`` TCP packets and the reader's messages."""
     found: list[Finding] = []
     if error:
         found.append(Finding("capture-damaged", "warning",
-                             f"The capture is damaged: {error} The diagnosis covers the {len(trace)} TCP packets "
-                             f"read before that point.", {"reader_message": error, "packets_read": len(trace)}))
+                             f"The capture is damaged: {error} The diagnosis covers the {n} TCP packets "
+                             f"read before that point.", {"reader_message": error, "packets_read": n}))
     for note in notes or []:
         if note != error:
             found.append(Finding("capture-note", "info", note, {"reader_message": note}))
-    if len(trace) == 0:
+    if ctx is None:
         found.append(Finding("no-tcp", "info", "No TCP packets to diagnose in this capture.", {}))
-        return Diagnosis(found, [], 0, capture, hints.mtu or 0, "", trace)
-    ctx = build(trace, hints)
+        return Diagnosis(found, [], 0, capture, hints.mtu or 0, "")
     checks = (sizes.super_packets, sizes.mss_mismatch, loss.black_hole, sizes.no_aggregation,
               checksums.checksum_findings)
     for check in checks:
         found += check(ctx)
         if progress is not None:
-            progress.update(len(trace) // (len(checks) + 1))
+            progress.update(n // (len(checks) + 1))
     table = stats.flow_table(ctx)
     found += stats.stats_findings(ctx, table)
     found.sort(key=lambda f: -SEVERITIES.index(f.severity))
-    return Diagnosis(found, table, len(trace), capture, ctx.mtu, ctx.mtu_why, trace)
+    return Diagnosis(found, table, n, capture, ctx.mtu, ctx.mtu_why)
 
 
 def diagnose_file(path, side: str | None = None, mtu: int | None = None, gro: str | None = None,
-                  progress=None, keep_trace: bool = True) -> Diagnosis:
+                  progress=None, keep_trace: bool = True, chunk: int = CHUNK) -> Diagnosis:
     """Read a pcap/pcapng and diagnose it. Raises ValueError only if the file cannot be opened,
     is not a capture, or is damaged before its first packet record (nothing could be read:
     ``segment`` and ``gro`` refuse the same files). progress: as :func:`diagnose`; told the
     packets as they are read, then its ``total`` is set to twice that (reading is the first half).
-    keep_trace: keep every column of the packets in ``Diagnosis.trace``; False keeps only the
-    columns the checks read, while reading, and none afterwards (``trace`` is None): memory
-    then grows by about 60 bytes per packet instead of the capture's size plus every column."""
-    trace, res = read_columns(path, None if keep_trace else COLUMNS, progress)
+    keep_trace: keep every column of the packets in ``Diagnosis.trace``; False keeps no packet
+    (``trace`` is None): the checks' tallies are made chunk by chunk, in memory that does not
+    grow with the capture (a capture whose later SYNs change the MTU or an MSS option is read
+    twice; stdin is then copied to a temporary file first). chunk: records read at a time."""
     name = str(path) if not isinstance(path, (bytes, bytearray, memoryview)) else "<bytes>"
-    if res.error and res.records == 0 and len(trace) == 0:
+    hints = Hints(side=side, mtu=mtu, gro=gro)
+    if keep_trace:
+        trace, res = read_columns(path, None, progress, chunk)
+        n = len(trace)
+    else:
+        with _rereadable(path) as src:
+            def tally(mtu=None, mss=None, progress=None):
+                acc = Accumulator(mtu=mtu, mss=mss)
+                numbering, res = tally_capture(src, acc, CHUNK_COLUMNS, progress, chunk)
+                return acc, numbering.data_side(), res
+            acc, data_side, res = tally(hints.mtu, None, progress)
+            n = acc.packets
+            ctx = finish(lambda mtu, mss: tally(mtu, mss)[:2], hints, (acc, data_side)) if n else None
+    if res.error and res.records == 0 and n == 0:
         raise ValueError(f"{Path(name).name}: {res.error}")
     if progress is not None:
-        progress.total = 2 * len(trace)
-    d = diagnose(trace, side=side, mtu=mtu, gro=gro, notes=res.messages, error=res.error, capture=name,
-                 progress=progress)
-    if not keep_trace:
-        d.trace = None
+        progress.total = 2 * n
+    if keep_trace:
+        d = diagnose(trace, side=side, mtu=mtu, gro=gro, notes=res.messages, error=res.error, capture=name,
+                     progress=progress)
+    else:
+        d = _diagnosis(ctx, hints, n, res.messages, res.error, name, progress)
     if progress is not None:
         progress.update(progress.total - progress.n)
     return d
+
+
+@contextlib.contextmanager
+def _rereadable(path):
+    """``path``, or for stdin (``-``) a temporary copy of it: a second count must read it again."""
+    if str(path) != STDIO or isinstance(path, (bytes, bytearray, memoryview)):
+        yield path
+        return
+    with tempfile.NamedTemporaryFile(prefix="offloadkit-doctor-", suffix=".cap") as tmp:
+        shutil.copyfileobj(sys.stdin.buffer, tmp, 1 << 22)
+        tmp.flush()
+        yield tmp.name

@@ -1,28 +1,29 @@
-"""What every check needs, computed once with numpy over the trace's columns.
+"""What every check needs, tallied once over the packets (``doctor.accumulate``) and finished here.
 
-Packets are grouped by (flow, direction): group ``g = 2 * flow + direction``,
-direction 0 being the data direction (the side sending more payload). Within a
-group, packets keep capture order. Sequence and acknowledgement numbers are
-unwrapped into int64 offsets from the group's first sequence number, so a
-transfer may exceed 4 GB.
+Packets are grouped by (flow, direction): group ``g = 2 * flow + direction``, direction 0
+being the data direction (the side sending more payload). Sequence and acknowledgement
+numbers are unwrapped into int64 offsets from the group's first sequence number, so a
+transfer may exceed 4 GB. :func:`build` tallies a whole Trace; ``doctor.reader`` tallies a
+capture chunk by chunk, then :func:`finish` turns the tallies into a :class:`Context`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
-from .. import codes
+from ..io.flows import FlowNumbering
 from ..trace import Trace
+from .accumulate import ETHERNET_MTU, Accumulator, wrap32
 
 INITIAL_TTLS = (32, 64, 128, 255)
 SIDES = ("unknown", "sender", "receiver")
 UNKNOWN, SENDER, RECEIVER = 0, 1, 2
-ETHERNET_MTU = 1500
 COLUMNS = ("time_ns", "flow", "direction", "frame", "seq", "ack", "payload_len", "flags", "tcp_hlen",
            "opt_mss", "opt_ts", "ttl", "ip_len", "ip_version", "ip_hlen", "csum_state", "csum_bad",
            "truncated", "sack_n", "sack", "window", "encap", "mpls_labels", "outer_udp_csum")
+CHUNK_COLUMNS = tuple(k for k in COLUMNS if k not in ("flow", "direction"))
+__all__ = ["COLUMNS", "Context", "Hints", "build", "finish", "wrap32"]
 
 
 @dataclass
@@ -42,74 +43,20 @@ class Hints:
             raise ValueError(f"MTU {self.mtu} is out of range: an IPv4 link MTU is 68..65535 bytes (Ethernet: 1500)")
 
 
-def wrap32(x: np.ndarray) -> np.ndarray:
-    """Differences of 32-bit sequence numbers as signed int64 in [-2**31, 2**31)."""
-    return ((x.astype(np.int64) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
-def group_mode(g: np.ndarray, values: np.ndarray, ngroups: int) -> tuple[np.ndarray, np.ndarray]:
-    """(most frequent value, its count) per group; groups without rows get (0, 0). Ties: smaller value.
-    ``values`` must be non-negative and below 2**32."""
-    mode = np.zeros(ngroups, np.int64)
-    count = np.zeros(ngroups, np.int64)
-    if len(g) == 0:
-        return mode, count
-    key = np.sort((g.astype(np.int64) << 32) | values.astype(np.int64))
-    start = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-    cnt = np.diff(np.append(start, len(key)))
-    uk = key[start]
-    ug, uv = uk >> 32, uk & 0xFFFFFFFF
-    order = np.lexsort((uv, -cnt, ug))
-    first = np.ones(len(order), bool)
-    first[1:] = ug[order][1:] != ug[order][:-1]
-    pick = order[first]
-    mode[ug[pick]] = uv[pick]
-    count[ug[pick]] = cnt[pick]
-    return mode, count
-
-
-@njit(cache=True)
-def unwrap_groups(gid, seq, ack, plen, syn, fin, base, rel, end, prev_max, ack_rel):
-    """One pass over rows sorted by group (``gid``), capture order inside: ``rel`` the unwrapped
-    sequence offset from the group's first packet, ``end`` = rel + payload (+ SYN/FIN),
-    ``prev_max`` the highest ``end`` sent earlier in the group (``rel`` at its first packet),
-    ``ack_rel`` the unwrapped acknowledgement number from ``base[group]`` (the other direction's
-    first sequence number, 0 when it sent nothing)."""
-    top = np.int64(0)
-    for i in range(gid.size):
-        s, a = np.int64(seq[i]), np.int64(ack[i])
-        if i == 0 or gid[i] != gid[i - 1]:
-            rel[i] = 0
-            ack_rel[i] = ((a - base[gid[i]] + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-            prev_max[i] = 0
-            end[i] = plen[i] + syn[i] + fin[i]
-            top = end[i]
-            continue
-        rel[i] = rel[i - 1] + ((s - np.int64(seq[i - 1]) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-        ack_rel[i] = ack_rel[i - 1] + ((a - np.int64(ack[i - 1]) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-        end[i] = rel[i] + plen[i] + syn[i] + fin[i]
-        prev_max[i] = top
-        if end[i] > top:
-            top = end[i]
-
-
 @dataclass
 class Context:
-    """Sorted columns (``c``), group bookkeeping and per-flow facts the checks share."""
+    """The tallies, per group in (flow, direction) order, and the per-flow facts the checks share."""
 
-    c: dict
     hints: Hints
+    packets: int
     nflows: int
-    gid: np.ndarray                 # group of each sorted row
-    gstart: np.ndarray              # per group: first sorted row
-    gcount: np.ndarray              # per group: rows
-    rel: np.ndarray                 # unwrapped seq offset from the group's first seq
-    end: np.ndarray                 # rel + payload (+ SYN/FIN)
-    prev_max: np.ndarray            # highest end sent earlier in the group (rel at the group start)
-    data: np.ndarray                # payload > 0
-    retrans: np.ndarray             # data starting below prev_max (resends some bytes)
-    hole: np.ndarray                # data starting above prev_max (bytes missing before it)
-    ack_rel: np.ndarray             # ack, unwrapped against the *other* direction's base (valid where ACK set)
+    s: dict                         # per group: the Accumulator's state fields (counts, minima, maxima, ...)
+    counts: dict                    # sparse (group, value) counts (accumulate.COUNTS)
+    firsts: dict                    # first packet numbers per group (accumulate.FIRSTS)
+    candidates: tuple               # packets over the MTU, by group then capture order: (group, payload, headers)
+    events: dict                    # shrunken first resends, by group then sequence
+    sack_acks: np.ndarray           # distinct (group << 40 | ACK offset) of SACK-hole ACKs
+    ack_base: np.ndarray            # per group: ack_rel = ACK offset + ack_base (the peer's sequence space)
     mss_opt: np.ndarray             # [flow, direction] MSS option of that side's SYN (0: no SYN seen)
     syn_seen: np.ndarray            # [flow, direction]
     ts: np.ndarray                  # [flow] timestamps in use
@@ -118,127 +65,121 @@ class Context:
     ttl_mode: np.ndarray | None = None   # [flow, direction] most common TTL
     mtu: int = ETHERNET_MTU
     mtu_why: str = ""
-    overhead: np.ndarray | None = None   # per row: encapsulation bytes counted against the MTU
-    cache: dict | None = None            # values the checks share (see sizes.segment_size)
 
     @property
-    def n(self) -> int:
-        return len(self.gid)
+    def ngroups(self) -> int:
+        return 2 * self.nflows
 
-    def group_rows(self, flow: int, direction: int) -> slice:
-        g = 2 * flow + direction
-        return slice(int(self.gstart[g]), int(self.gstart[g] + self.gcount[g]))
-
-    def peer_mss(self) -> np.ndarray:
-        """Per row of the data direction: the MSS option the *other* side advertised (0: unknown)."""
-        flow = self.c["flow"]
-        return self.mss_opt[flow, 1 - self.c["direction"].astype(np.int64)]
-
-    def over_mtu(self) -> np.ndarray:
-        """Rows whose IP packet (plus encapsulation inside the MTU) exceeds the link MTU."""
-        if "over" not in self.cache:
-            self.cache["over"] = self.c["ip_len"].astype(np.int64) + self.overhead > self.mtu
-        return self.cache["over"]
+    def per_flow(self, name: str) -> np.ndarray:
+        """A per-group field as [flow, direction]."""
+        return self.s[name].reshape(self.nflows, 2)
 
 
 def warmup() -> None:
-    """Compile :func:`unwrap_groups` on a two-packet trace."""
-    build(Trace.from_columns(seq=[1, 2], ack=[5, 1], flow=0, direction=[0, 1], payload_len=[10, 0]), Hints())
+    """Compile the accumulator's and the flow numbering's kernels on a two-packet trace."""
+    t = Trace.from_columns(seq=[1, 2], ack=[5, 1], flow=0, direction=[0, 1], payload_len=[10, 0])
+    FlowNumbering().add(t)
+    build(t, Hints())
 
 
 def build(trace: Trace, hints: Hints) -> Context:
-    """Sort the trace by (flow, direction, capture order) and derive the shared columns."""
-    n = len(trace)
-    flow0 = trace.flow.astype(np.int64)
-    dir0 = trace.direction.astype(np.int64) & 1
-    g0 = flow0 * 2 + dir0
-    if n and (g0[1:] < g0[:-1]).any():
-        order = np.lexsort((np.arange(n), dir0, flow0))
-        c = {k: trace.columns[k][order] for k in COLUMNS}
-    else:                                  # already in that order (doctor.reader sorts): no copy
-        c = {k: trace.columns[k] for k in COLUMNS}
-    flow = c["flow"].astype(np.int64)
-    c["flow"] = flow
-    c["direction"] = c["direction"].astype(np.int64) & 1
-    nflows = int(flow.max()) + 1 if n else 0
-    G = 2 * nflows
-    gid = flow * 2 + c["direction"]
-    gcount = np.bincount(gid, minlength=G).astype(np.int64)
-    gstart = np.concatenate([[0], np.cumsum(gcount)[:-1]]).astype(np.int64) if G else np.zeros(0, np.int64)
-    flags = c["flags"].astype(np.int64)
-    syn, fin = (flags & codes.SYN) != 0, (flags & codes.FIN) != 0
-    plen = c["payload_len"].astype(np.int64)
-    rel, end, prev_max, ack_rel = (np.empty(n, np.int64) for _ in range(4))
-    if n:
-        other = np.arange(G) ^ 1
-        base = np.where(gcount[other] > 0, c["seq"][np.minimum(gstart[other], n - 1)].astype(np.int64), 0)
-        unwrap_groups(gid, c["seq"], c["ack"], plen, syn, fin, base, rel, end, prev_max, ack_rel)
-    data = plen > 0
-    retrans = data & (rel < prev_max)
-    hole = data & (rel > prev_max)
+    """Tally a Trace whose ``flow``/``direction`` columns are set (rows in capture order)."""
+    cols = {k: trace.columns[k] for k in CHUNK_COLUMNS}
 
-    mss_opt = np.zeros((nflows, 2), np.int64)
-    syn_seen = np.zeros((nflows, 2), bool)
-    ts_syn = np.zeros((nflows, 2), bool)
-    if n:
-        s = np.flatnonzero(syn)
-        mss_opt[flow[s], c["direction"][s]] = c["opt_mss"][s]
-        syn_seen[flow[s], c["direction"][s]] = True
-        ts_syn[flow[s], c["direction"][s]] = c["opt_ts"][s]
-    ts_data = np.zeros(nflows, bool)
-    if n:
-        dd = data & (c["direction"] == 0)
-        nts = np.bincount(flow[dd], weights=c["opt_ts"][dd].astype(float), minlength=nflows)
-        nd = np.bincount(flow[dd], minlength=nflows)
-        ts_data = nts * 2 > nd
-    both = syn_seen.all(axis=1)
-    ts = np.where(both, ts_syn.all(axis=1), ts_data)
+    def tally(mtu=None, mss=None):
+        acc = Accumulator(mtu=mtu, mss=mss)
+        acc.add(cols, trace.flow, trace.direction)
+        return acc, None
+    return finish(tally, hints)
 
-    enc = c["encap"].astype(np.int64)
-    overhead = (((enc & codes.ENC_PPPOE) != 0) * 8 + ((enc & codes.ENC_VXLAN) != 0) * 50
-                + ((enc & codes.ENC_MPLS) != 0) * 4 * np.maximum(c["mpls_labels"].astype(np.int64), 1))
-    ctx = Context(c=c, hints=hints, nflows=nflows, gid=gid, gstart=gstart, gcount=gcount, rel=rel, end=end,
-                  prev_max=prev_max, data=data, retrans=retrans, hole=hole, ack_rel=ack_rel,
-                  mss_opt=mss_opt, syn_seen=syn_seen, ts=ts, side=np.zeros(nflows, np.int64),
-                  overhead=overhead, cache={})
-    ctx.mtu, ctx.mtu_why = _infer_mtu(ctx)
+
+def finish(tally, hints: Hints, first=None) -> Context:
+    """The Context of ``tally(mtu=None|int, mss=None|array)`` -> (an Accumulator fed every packet,
+    per flow the endpoint bit of its data direction, or None when the bits are directions);
+    ``first``: that call's result for ``mtu=hints.mtu`` if already made. Counts a second time,
+    with the final MTU and MSS options, when the first count used others."""
+    acc, data_side = first or tally(mtu=hints.mtu)
+    mss = acc.s["mss"][:acc.ngroups].copy()
+    ctx = _context(acc, data_side, hints)
+    if not acc.settled or (hints.mtu is None and acc.packets and ctx.mtu not in acc.mtu_used):
+        again = _context(*tally(mtu=ctx.mtu, mss=mss), hints)
+        again.mtu, again.mtu_why = ctx.mtu, ctx.mtu_why
+        ctx = again
+    return ctx
+
+
+def _context(acc: Accumulator, data_side: np.ndarray | None, hints: Hints) -> Context:
+    G = acc.ngroups
+    F = G // 2
+    g = np.arange(G)
+    ds = np.zeros(F, np.int64) if data_side is None else np.asarray(data_side, np.int64)[:F]
+    new = 2 * (g // 2) + ((g & 1) ^ ds[g // 2]) if G else g
+    s = {}
+    for k, v in acc.s.items():
+        out = np.empty(G, np.int64)
+        out[new] = v[:G]
+        s[k] = out
+    for t in acc.counts.values():
+        t.remap(new)
+    for f in acc.firsts.values():
+        f.remap(new)
+    if acc.candidates:
+        cg, cp, ch = (np.concatenate(x) for x in zip(*acc.candidates))
+        cg = new[cg]
+        order = np.argsort(cg, kind="stable")
+        cand = (cg[order].astype(np.int64), cp[order].astype(np.int64), ch[order].astype(np.int64))
+    else:
+        cand = (np.zeros(0, np.int64),) * 3
+    if acc.events:
+        ev = {k: np.concatenate([e[k] for e in acc.events]) for k in acc.events[0]}
+        ev["g"] = new[ev["g"]]
+        order = np.lexsort((ev["rel"], ev["g"]))
+        ev = {k: v[order] for k, v in ev.items()}
+    else:
+        ev = {}
+    if acc.sack_acks:
+        keys = np.concatenate(acc.sack_acks)
+        keys = np.unique((new[keys >> 40] << 40) | (keys & ((1 << 40) - 1)))
+    else:
+        keys = np.zeros(0, np.int64)
+    other = g ^ 1
+    base = np.where(s["npk"][other] > 0, s["first_seq"][other], 0) if G else g
+    ack_base = wrap32(s["first_ack"] - base) if G else g
+    mss_opt = s["mss"].reshape(F, 2)
+    syn_seen = s["syn_seen"].reshape(F, 2).astype(bool)
+    ts_syn = s["syn_ts"].reshape(F, 2).astype(bool)
+    d0 = np.arange(F) * 2
+    ts_data = s["data_ts"][d0] * 2 > s["data_pk"][d0]
+    ts = np.where(syn_seen.all(axis=1), ts_syn.all(axis=1), ts_data)
+    ctx = Context(hints=hints, packets=acc.packets, nflows=F, s=s, counts=acc.counts, firsts=acc.firsts,
+                  candidates=cand, events=ev, sack_acks=keys, ack_base=ack_base, mss_opt=mss_opt,
+                  syn_seen=syn_seen, ts=ts, side=np.zeros(F, np.int64))
+    ctx.mtu, ctx.mtu_why = _infer_mtu(ctx, acc)
     _infer_side(ctx)
     return ctx
 
 
-def _infer_mtu(ctx: Context) -> tuple[int, str]:
+def _infer_mtu(ctx: Context, acc: Accumulator) -> tuple[int, str]:
     """The link MTU: the hint, else the largest SYN MSS option + headers, else 1500 (or jumbo)."""
     if ctx.hints.mtu:
         return int(ctx.hints.mtu), "given with --mtu"
-    c = ctx.c
-    syn = (c["flags"] & codes.SYN) != 0
-    has = syn & (c["opt_mss"] > 0)
-    if has.any():
-        hdr = np.where(c["ip_version"][has] == 6, 60, 40)
-        sums = c["opt_mss"][has].astype(np.int64) + hdr
+    sums = ctx.s["syn_sum"]
+    if (sums > 0).any():
         m = int(sums.max())
         if m >= ETHERNET_MTU:
-            ip = "IPv6" if hdr[sums.argmax()] == 60 else "IP"
-            return m, f"the largest MSS option in the SYNs + {hdr[sums.argmax()]} bytes of {ip}/TCP headers"
+            hdr = int(ctx.s["syn_hdr"][np.argmax(sums)])
+            ip = "IPv6" if hdr == 60 else "IP"
+            return m, f"the largest MSS option in the SYNs + {hdr} bytes of {ip}/TCP headers"
         return ETHERNET_MTU, "Ethernet default (the SYNs' MSS options fit in it)"
-    d = ctx.data
-    if d.any():
-        ipl = c["ip_len"][d].astype(np.int64)
-        vals, cnt = np.unique(ipl, return_counts=True)
+    ndata = int(ctx.s["data_pk"].sum())
+    if ndata:
+        vals, cnt = acc.ip_len.of(0)
         mode = int(vals[cnt.argmax()])
-        if (ETHERNET_MTU < mode <= 9216 and cnt.max() * 2 >= d.sum() and (ipl <= mode).all()
-                and not tso_checksums(c, d, ipl == mode)):
+        pv, pc = acc.ip_len_partial.of(0)
+        if (ETHERNET_MTU < mode <= 9216 and cnt.max() * 2 >= ndata and int(vals.max()) <= mode
+                and not (pc[pv == mode] > 0).any()):
             return mode, "jumbo frames: most data packets have this IP length and none is longer (no SYN seen)"
     return ETHERNET_MTU, "Ethernet default (no SYN seen; give --mtu if the link differs)"
-
-
-def tso_checksums(c, rows: np.ndarray, among: np.ndarray) -> bool:
-    """Do the packets ``among`` the ``rows`` carry only the pseudo-header sum (CHECKSUM_PARTIAL)?
-
-    No frame on a wire does: such a packet was captured above TSO/GSO and checksum
-    offload, so its size says nothing about the link MTU (a lone 7240-byte TSO
-    packet is not a jumbo frame)."""
-    return bool((c["csum_state"][rows][among] == codes.CSUM_PARTIAL).any())
 
 
 def _infer_side(ctx: Context) -> None:
@@ -250,15 +191,12 @@ def _infer_side(ctx: Context) -> None:
     capturing host (TX checksum offload)."""
     F = ctx.nflows
     hint = ctx.hints.side
-    c = ctx.c
-    G = 2 * F
-    ttl_mode, _ = group_mode(ctx.gid, c["ttl"], G)
+    ttl_mode, _ = ctx.counts["ttl"].mode(2 * F)
     ttl = ttl_mode.reshape(F, 2)
-    present = (ctx.gcount > 0).reshape(F, 2).all(axis=1)
+    pk = ctx.per_flow("pk")
+    present = (pk > 0).all(axis=1)
     init = np.isin(ttl, INITIAL_TTLS)
-    partial = np.bincount(ctx.gid, weights=(c["csum_state"] == codes.CSUM_PARTIAL).astype(float),
-                          minlength=G).reshape(F, 2)
-    frac = partial / np.maximum(ctx.gcount.reshape(F, 2), 1)
+    frac = ctx.per_flow("partial") / np.maximum(pk, 1)
     ctx.ttl_mode = ttl
     conds = [present & init[:, 0] & ~init[:, 1] & (ttl[:, 1] < ttl[:, 0]),
              present & init[:, 1] & ~init[:, 0] & (ttl[:, 0] < ttl[:, 1]),

@@ -3,9 +3,9 @@
 A classic pcap or a pcapng (plain, gzip or stdin) is read block by block
 (``io.stream``) and decoded in chunks; each chunk is decoded by
 ``io.capture.decode_arrays`` (the numba decoder, ``packet.decode`` for the rest)
-and numbered into flows (``io.flows.FlowNumbering``). Of each chunk only the
-columns the checks read are kept (``columns``), so neither the file's bytes nor
-a whole-capture Trace of every column is ever held. The result is what
+and numbered into flows (``io.flows.FlowNumbering``). :func:`tally_capture` hands
+each chunk to the doctor's :class:`~.accumulate.Accumulator` and keeps nothing of
+it; :func:`read_columns` keeps the columns asked for, as one Trace. Both see what
 ``io.capture.read_capture`` gives for the same file: the same packets, flows,
 directions, notes and error.
 """
@@ -22,29 +22,64 @@ from ..trace import Trace
 FLOW_COLUMNS = ("flow", "direction")   # set from the whole capture, not per chunk
 
 
+def chunks(path, progress=None, chunk: int = CHUNK):
+    """(the TCP packets of each chunk as a Trace in capture order, ..., the reading result when
+    done): a generator whose ``StopIteration`` value is the CaptureResult. Raises ValueError only
+    when the file cannot be opened."""
+    stream, other = open_pcap_stream(path, chunk, pcapng=True)
+    if stream is None:
+        res = read_capture(other)              # not a capture: its messages as read_capture words them
+        if len(res.trace):
+            yield res.trace
+        return res
+    res, stats = stream.result, Stats()
+    for b in stream:
+        t, _ = decode_arrays(b.data, b.off, b.cap, b.orig, b.time_ns, b.linktype, b.fcs, b.frame, res, stats)
+        if not len(t):
+            continue
+        stats.truncated += int(t.truncated.sum())
+        yield t
+        if progress is not None:
+            progress.update(len(t))
+    for reason, k in getattr(stream, "stats", Stats()).skipped.items():   # the pcapng walker's notes
+        stats.skip(reason, k)
+    res.messages = stats.notes() + ([res.error] if res.error else [])
+    return res
+
+
+def tally_capture(path, acc, columns: tuple[str, ...], progress=None,
+                  chunk: int = CHUNK) -> tuple[FlowNumbering, CaptureResult]:
+    """Feed every chunk of a capture to ``acc`` (``acc.add(columns, flow, endpoint bit)``);
+    the flow numbering (``data_side()``: per flow the data direction's endpoint bit) and the result."""
+    numbering = FlowNumbering()
+    it = chunks(path, progress, chunk)
+    while True:
+        try:
+            t = next(it)
+        except StopIteration as stop:
+            return numbering, stop.value
+        flow, side = numbering.add(t)
+        acc.add({k: t.columns[k] for k in columns}, flow, side)
+
+
 def read_columns(path, columns: tuple[str, ...] | None = None, progress=None,
                  chunk: int = CHUNK) -> tuple[Trace, CaptureResult]:
     """The TCP packets of a capture with ``flow`` and ``direction`` set, and the reading result.
 
     columns: the columns to keep (``flow`` and ``direction`` always); the Trace is then sorted
-    by (flow, direction, capture order), as ``doctor.context.build`` sorts it. None keeps every
-    column, in capture order. progress: told the packets of each chunk (``update(n)``); chunk:
-    records decoded at a time.
+    by (flow, direction, capture order). None keeps every column, in capture order.
+    progress: told the packets of each chunk (``update(n)``); chunk: records decoded at a time.
     Raises ValueError only when the file cannot be opened."""
-    stream, other = open_pcap_stream(path, chunk, pcapng=True)
-    stats = Stats()
-    if stream is None:
-        res = read_capture(other)              # not a capture: its messages as read_capture words them
-        return _kept(res.trace, columns), res
-    res, chunks = stream.result, stream
     numbering = FlowNumbering()
     parts: list[dict] = []
     flows, sides = [], []
-    for b in chunks:
-        t, _ = decode_arrays(b.data, b.off, b.cap, b.orig, b.time_ns, b.linktype, b.fcs, b.frame, res, stats)
-        if not len(t):
-            continue
-        stats.truncated += int(t.truncated.sum())
+    it = chunks(path, progress, chunk)
+    while True:
+        try:
+            t = next(it)
+        except StopIteration as stop:
+            res = stop.value
+            break
         f, s = numbering.add(t)
         flows.append(f)
         sides.append(s)
@@ -52,11 +87,6 @@ def read_columns(path, columns: tuple[str, ...] | None = None, progress=None,
         if "sack" in part:                 # SACK blocks kept only for the packets that carry some
             part["sack"] = _Sparse(np.flatnonzero(part["sack"].any(axis=1)), part["sack"])
         parts.append(part)
-        if progress is not None:
-            progress.update(len(t))
-    for reason, k in getattr(stream, "stats", Stats()).skipped.items():   # the pcapng walker's notes
-        stats.skip(reason, k)
-    res.messages = stats.notes() + ([res.error] if res.error else [])
     if not parts:
         trace = Trace.empty()
     else:
@@ -106,11 +136,3 @@ def _gather(parts: list[dict], k: str, where: np.ndarray | None) -> np.ndarray:
             out[rows] = col
         pos += len(col)
     return out
-
-
-def _kept(trace: Trace, columns) -> Trace:
-    if columns is None or not len(trace):
-        return trace
-    order = np.lexsort((trace.direction, trace.flow))
-    keep = {k: trace.columns[k][order] for k in (*columns, "flow", "direction")}
-    return Trace(keep)

@@ -3,10 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import codes
-from ..trace import MAX_SACK_BLOCKS
-from .context import SIDES, Context, side_reason, wrap32
-from .findings import Finding, frames
+from .context import SIDES, Context, side_reason
+from .findings import Finding
 
 MAX_FLOW_FINDINGS = 5            # flow-stats findings (largest flows first); JSON keeps all in "flows"
 HIGH_RETRANS_FRACTION = 0.05     # of the bytes sent
@@ -15,20 +13,12 @@ HIGH_RETRANS_MIN_PACKETS = 10
 
 def flow_table(ctx: Context) -> list[dict]:
     """One dict per flow with data: bytes, packets, retransmissions, dup ACKs, SACK holes, goodput."""
-    c = ctx.c
     F = ctx.nflows
     if F == 0:
         return []
-    G = 2 * F
-    plen = c["payload_len"].astype(np.float64)
-    gid = ctx.gid
-    pk = np.bincount(gid, minlength=G).reshape(F, 2)
-    data_pk = np.bincount(gid, weights=ctx.data, minlength=G).reshape(F, 2)
-    nbytes = np.bincount(gid, weights=plen, minlength=G).reshape(F, 2)
-    rt_pk = np.bincount(gid, weights=ctx.retrans, minlength=G).reshape(F, 2)
-    rt_bytes = np.bincount(gid, weights=np.where(ctx.retrans, plen, 0), minlength=G).reshape(F, 2)
-    holes_seen = np.bincount(gid, weights=ctx.hole, minlength=G).reshape(F, 2)
-    dup, dup_first = _dup_acks(ctx)
+    pk, data_pk, nbytes = ctx.per_flow("pk"), ctx.per_flow("data_pk"), ctx.per_flow("nbytes")
+    rt_pk, rt_bytes, holes_seen = ctx.per_flow("rt_pk"), ctx.per_flow("rt_bytes"), ctx.per_flow("holes")
+    dup, dup_first = ctx.per_flow("dups")[:, 1], ctx.per_flow("dup_first")[:, 1]
     sack_holes, sack_max = _sack_holes(ctx)
     gp, gp_how, dur = _goodput(ctx)
     rows = []
@@ -40,7 +30,7 @@ def flow_table(ctx: Context) -> list[dict]:
             "retransmitted_packets": int(rt_pk[f, 0]), "retransmitted_bytes": int(rt_bytes[f, 0]),
             "retransmission_rate": float(rt_bytes[f, 0] / nbytes[f, 0]) if nbytes[f, 0] else 0.0,
             "holes_at_capture": int(holes_seen[f, 0]),
-            "dup_acks": int(dup[f]), "first_dup_ack_frame": int(dup_first[f]) if dup_first[f] >= 0 else None,
+            "dup_acks": int(dup[f]), "first_dup_ack_frame": int(dup_first[f]) if dup[f] > 0 else None,
             "sack_holes": int(sack_holes[f]), "largest_sack_hole": int(sack_max[f]),
             "goodput_bps": float(gp[f]), "goodput_from": gp_how[f], "duration_s": float(dur[f]) / 1e9,
             "mss_options": [int(ctx.mss_opt[f, 0]), int(ctx.mss_opt[f, 1])], "timestamps": bool(ctx.ts[f]),
@@ -49,83 +39,30 @@ def flow_table(ctx: Context) -> list[dict]:
     return rows
 
 
-def _pure_acks(ctx: Context) -> np.ndarray:
-    c = ctx.c
-    fl = c["flags"].astype(np.int64)
-    return ((c["direction"] == 1) & (c["payload_len"] == 0) & ((fl & codes.ACK) != 0)
-            & ((fl & (codes.SYN | codes.FIN | codes.RST)) == 0))
-
-
-def _dup_acks(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
-    """Pure ACKs repeating the previous pure ACK's number (and window) while data is outstanding."""
-    c = ctx.c
-    F = ctx.nflows
-    a = np.flatnonzero(_pure_acks(ctx))
-    dup = np.zeros(F, np.int64)
-    first = np.full(F, -1, np.int64)
-    if len(a) < 2:
-        return dup, first
-    same = ((ctx.gid[a[1:]] == ctx.gid[a[:-1]]) & (ctx.ack_rel[a[1:]] == ctx.ack_rel[a[:-1]])
-            & ((c["window"][a[1:]] == c["window"][a[:-1]]) | (c["sack_n"][a[1:]] > 0)))
-    d = a[1:][same]
-    flows = c["flow"][d]
-    dup = np.bincount(flows, minlength=F)
-    fr = np.full(F, np.iinfo(np.int64).max)
-    np.minimum.at(fr, flows, c["frame"][d])
-    first = np.where(dup > 0, fr, -1)
-    return dup, first
-
-
 def _sack_holes(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     """Distinct holes reported by SACK (ACK number to the lowest SACK block), and the largest, per flow."""
-    c = ctx.c
     F = ctx.nflows
-    s = np.flatnonzero((c["direction"] == 1) & (c["sack_n"] > 0))
-    holes = np.zeros(F, np.int64)
-    biggest = np.zeros(F, np.int64)
-    if len(s) == 0:
-        return holes, biggest
-    left = c["sack"][s][:, 0::2].astype(np.int64)
-    valid = np.arange(MAX_SACK_BLOCKS)[None, :] < c["sack_n"][s][:, None]
-    dist = wrap32(left - c["ack"][s].astype(np.int64)[:, None])
-    dist = np.where(valid & (dist > 0), dist, np.iinfo(np.int64).max)
-    gap = dist.min(axis=1)
-    ok = gap < np.iinfo(np.int64).max
-    s, gap = s[ok], gap[ok]
-    if len(s) == 0:
-        return holes, biggest
-    keys = np.unique(np.stack([c["flow"][s], ctx.ack_rel[s]]), axis=1)
-    holes = np.bincount(keys[0], minlength=F)
-    np.maximum.at(biggest, c["flow"][s], gap)
-    return holes, biggest
+    g = ctx.sack_acks >> 40
+    holes = np.bincount(g[g % 2 == 1] // 2, minlength=F)[:F]
+    return holes, ctx.per_flow("sack_big")[:, 1].copy()
 
 
 def _goodput(ctx: Context):
     """Bytes acknowledged per second (from the ACKs), or bytes sent per second when no ACK was captured."""
-    c = ctx.c
     F = ctx.nflows
     gp = np.zeros(F)
     dur = np.zeros(F, np.int64)
     how = ["none"] * F
-    t = c["time_ns"].astype(np.int64)
-    d0 = ctx.data & (c["direction"] == 0)
-    acks = (c["direction"] == 1) & ((c["flags"] & codes.ACK) != 0)
     big = np.iinfo(np.int64).max
-    t_first = np.full(F, big)
-    np.minimum.at(t_first, c["flow"][d0], t[d0])
-    a_lo = np.full(F, big)
-    a_hi = np.full(F, -big)
-    ta_hi = np.full(F, -big)
-    np.minimum.at(a_lo, c["flow"][acks], ctx.ack_rel[acks])
-    np.maximum.at(a_hi, c["flow"][acks], ctx.ack_rel[acks])
-    np.maximum.at(ta_hi, c["flow"][acks], t[acks])
+    t_first = ctx.per_flow("t_first")[:, 0]
+    base = ctx.ack_base.reshape(F, 2)[:, 1]
+    a_lo, a_hi = ctx.per_flow("a_lo")[:, 1], ctx.per_flow("a_hi")[:, 1]
+    seen = a_hi > -big
+    a_lo = np.where(seen, a_lo + base, big)
+    a_hi = np.where(seen, a_hi + base, -big)
+    ta_hi = ctx.per_flow("ta_hi")[:, 1]
     # data bytes covered: from the first data byte (not the SYN)
-    s_lo = np.full(F, big)
-    s_hi = np.full(F, -big)
-    t_hi = np.full(F, -big)
-    np.minimum.at(s_lo, c["flow"][d0], ctx.rel[d0])
-    np.maximum.at(s_hi, c["flow"][d0], ctx.end[d0])
-    np.maximum.at(t_hi, c["flow"][d0], t[d0])
+    s_lo, s_hi, t_hi = ctx.per_flow("s_lo")[:, 0], ctx.per_flow("s_hi")[:, 0], ctx.per_flow("t_hi")[:, 0]
     for f in np.flatnonzero(t_first < big):
         if a_hi[f] > -big and a_hi[f] > s_lo[f]:
             acked = a_hi[f] - max(s_lo[f], a_lo[f])
@@ -164,13 +101,13 @@ def stats_findings(ctx: Context, table: list[dict]) -> list[Finding]:
     for r in table:
         if (r["retransmission_rate"] >= HIGH_RETRANS_FRACTION
                 and r["retransmitted_packets"] >= HIGH_RETRANS_MIN_PACKETS):
-            rows = np.flatnonzero(ctx.retrans & (ctx.c["flow"] == r["flow"]))
+            frames = ctx.firsts["rt"].of([2 * r["flow"], 2 * r["flow"] + 1])
             msg = (f"Flow {r['flow']} retransmits {100 * r['retransmission_rate']:.1f} % of its bytes "
-                   f"({r['retransmitted_packets']} packets, first #{int(ctx.c['frame'][rows[0]])}): "
+                   f"({r['retransmitted_packets']} packets, first #{frames[0]}): "
                    f"heavy loss on the path costs throughput. Congestion (a full queue at a slow link) "
                    f"does this too; the other findings name an offload cause if there is one.")
             out.append(Finding("retransmissions", "info", msg,
                                {"flow": r["flow"], "retransmitted_packets": r["retransmitted_packets"],
                                 "retransmitted_bytes": r["retransmitted_bytes"], "bytes": r["bytes"],
-                                "frames": frames(ctx.c["frame"][rows])}))
+                                "frames": frames}))
     return out

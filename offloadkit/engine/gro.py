@@ -59,9 +59,10 @@ from numba import njit
 
 from .. import codes
 from ..codes import GRO_END_OF_POLL, GRO_FIRST, GRO_IP_RULE, GRO_MERGED, GRO_NOT_SAME_FLOW, GRO_PURE_ACK, GRO_TABLE_FULL
-from ..trace import FIELDS, Trace
+from ..trace import FIELDS, ColumnBuffer, LazyColumns, Trace
 from . import checksum, csum_math
 from .gro_keys import dense_ids, dense_ids_into, keys_kernel
+from .gro_prep import prep_kernel
 from .gro_rules import (FLUSH_FLAGS, KIND_GRO, dev_gro_receive_kind, gro_list_prepare, inet_gro_flush,
                         inet_gro_flush_id, inet_gro_id_fixed, skb_gro_receive, tcp_gro_flag_mask,
                         tcp_gro_receive_close, tcp_gro_receive_flush, tcp_gro_receive_mss, tcp_gro_receive_new)
@@ -416,73 +417,6 @@ def gro_kernel(t_ns, fkey, tkey, bucket, kind, soft, seq, plen, flags, window, a
 
 # -- Python driver ---------------------------------------------------------
 
-@njit(cache=True, nogil=True)
-def _prep_kernel(ver, src, dst, vni, encap_col, outer_csum, hlen, ip_hlen, frag, tos, ttl, df, ip_len, ip_id,
-                 ip_csum, l2, gso_size, gso_segs, plen, csum_state, csum_level, csum_bad,
-                 h_noh, h_soft, h_ipok, h_onet, rx_mode, verify_ip, enabled, tunnel_old, nbuckets, hash_zero,
-                 th, bucket, kind, soft, netk, gso_in, pcnt, base_len, encap, st0, lv0, st1, lv1, refused, pass_bytes):
-    """One pass over the rows: bucket, IP-layer verdicts, checksum state and validation."""
-    n = len(ver)
-    has_noh, has_soft, has_ipok, has_onet = len(h_noh) > 0, len(h_soft) > 0, len(h_ipok) > 0, len(h_onet) > 0
-    for i in range(n):
-        v4 = ver[i] == 4
-        vx = (encap_col[i] & 8) != 0 or vni[i] >= 0
-        outer = max(np.int64(outer_csum[i]), 0)
-        bucket[i] = 0 if hash_zero else np.int64((th[i] >> np.uint64(20)) & np.uint64(nbuckets - 1))
-        if has_ipok:
-            ipok = h_ipok[i]
-        elif verify_ip and v4 and ip_csum[i] != 0 and ip_hlen[i] == 20:
-            ipok = _ip_header_sum(tos[i], ip_len[i], ip_id[i], df[i], frag[i], ttl[i], src[i], dst[i],
-                                  ip_csum[i]) == 0xFFFF
-        else:
-            ipok = True
-        early = (has_noh and h_noh[i]) or (v4 and (ip_hlen[i] != 20 or (frag[i] & 0x3FFF) != 0 or not ipok))
-        sf = (has_soft and h_soft[i]) or (v4 and (frag[i] & 0x8000) != 0)
-        soft[i] = sf
-        st, lv = checksum.rx_state_one(rx_mode, csum_state[i], csum_level[i], csum_bad[i], vx)
-        st0[i] = st
-        lv0[i] = lv
-        st1[i] = st
-        lv1[i] = lv
-        refused[i] = False
-        pass_bytes[i] = 0
-        k = 0
-        if not enabled:
-            k = 3
-        elif early:
-            k = 1
-        elif not sf:
-            good, rf, nb, s1, l1 = checksum.validate_one(st, lv, csum_bad[i], vx, outer,
-                                                         np.int64(hlen[i]) + plen[i], np.int64(ip_len[i]) + 30,
-                                                         tunnel_old)
-            refused[i] = rf
-            pass_bytes[i] = nb
-            st1[i] = s1
-            lv1[i] = l1
-            if not good:
-                k = 2
-        kind[i] = k
-        netk[i] = np.int32(ttl[i]) | (np.int32(tos[i]) << 8) | ((np.int32(1) if (v4 and df[i]) else 0) << 16)
-        g = np.int32(gso_size[i]) if (gso_size[i] > 0 and gso_segs[i] > 1) else np.int32(0)
-        gso_in[i] = g
-        pcnt[i] = gso_segs[i] if g > 0 else 1
-        base_len[i] = ip_len[i] + max(np.int32(l2[i]) - 14, 0)
-        encap[i] = vx or (has_onet and h_onet[i] >= 0)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _ip_header_sum(tos, ip_len, ip_id, df, frag, ttl, src, dst, check):
-    """Folded one's-complement sum of a 20-byte IPv4 TCP header, checksum included (0xFFFF: correct)."""
-    s = (np.int64(0x4500) | tos) + (np.int64(ip_len) & 0xFFFF if ip_len <= 0xFFFF else 0) + np.int64(ip_id)
-    s += (np.int64(0x4000) if df else 0) | (np.int64(frag) & 0xBFFF)
-    s += (np.int64(ttl) << 8) | 6
-    s += (np.int64(src) >> 16) + (np.int64(src) & 0xFFFF) + (np.int64(dst) >> 16) + (np.int64(dst) & 0xFFFF)
-    s += np.int64(check)
-    s = (s & 0xFFFF) + (s >> 16)
-    s = (s & 0xFFFF) + (s >> 16)
-    return s
-
-
 def _hint(hints: GroHints | None, name: str, n: int, dtype):
     """A hint array, or an empty one when absent (the kernels then use the Trace columns)."""
     v = getattr(hints, name, None) if hints is not None else None
@@ -494,19 +428,22 @@ def _hint(hints: GroHints | None, name: str, n: int, dtype):
     return v.astype(dtype, copy=False)
 
 
-def prepare(trace: Trace, params: GroParams, hints: GroHints | None = None, state: "GroState | None" = None) -> dict:
+def prepare(trace: Trace, params: GroParams, hints: GroHints | None = None, state: "GroState | None" = None,
+            buf: ColumnBuffer | None = None) -> dict:
     """Per-row arrays for :func:`gro_kernel` (and the checksum verdicts), in one numba pass.
 
-    ``state``: the flow ids continue those of the stream's earlier chunks."""
+    ``state``: the flow ids continue those of the stream's earlier chunks; ``buf``: the arrays
+    are made in it (a stream's chunks reuse them)."""
     n = len(trace)
     c = trace.columns
-    out = {k: np.empty(n, dt) for k, dt in (
+    new = (lambda k, dt: buf.get("prep_" + k, n, dt)) if buf is not None else (lambda k, dt: np.empty(n, dt))
+    out = {k: new(k, dt) for k, dt in (
         ("th", np.uint64), ("bucket", np.int32), ("kind", np.int8),
         ("soft", np.bool_), ("netk", np.int32), ("gso", np.int32), ("pcnt", np.int32), ("base_len", np.int32),
         ("encap", np.bool_), ("_state", np.uint8), ("_level", np.uint8), ("_st_after", np.uint8),
         ("_lv_after", np.uint8), ("_refused", np.bool_), ("_pass_bytes", np.int64))}
     onet = _hint(hints, "outer_net", n, np.int64)
-    out["fkey"], out["optk"] = np.empty(n, np.uint64), np.empty(n, np.uint64)
+    out["fkey"], out["optk"] = new("fkey", np.uint64), new("optk", np.uint64)
     with np.errstate(over="ignore"):        # hashes wrap on purpose (matters under NUMBA_DISABLE_JIT)
         keys_kernel(c["ip_version"], c["src_ip"], c["dst_ip"], c["src_ip6"], c["dst_ip6"], c["flow_label"],
                     c["sport"], c["dport"], c["vlan_tci"], c["vni"], c["encap"], c["outer_udp_csum"],
@@ -514,7 +451,7 @@ def prepare(trace: Trace, params: GroParams, hints: GroHints | None = None, stat
                      _hint(hints, "opt_key", n, np.uint64), c["tcp_hlen"], c["opt_mss"], c["opt_sackok"],
                      c["opt_ts"], c["tsval"], c["tsecr"], c["opt_wscale"], c["sack_n"], c["sack"],
                      out["th"], out["fkey"], out["optk"])
-    _prep_kernel(c["ip_version"], c["src_ip"], c["dst_ip"], c["vni"], c["encap"], c["outer_udp_csum"], c["tcp_hlen"],
+    prep_kernel(c["ip_version"], c["src_ip"], c["dst_ip"], c["vni"], c["encap"], c["outer_udp_csum"], c["tcp_hlen"],
                  c["ip_hlen"], c["frag"], c["tos"], c["ttl"], c["df"], c["ip_len"], c["ip_id"], c["ip_csum"],
                  c["l2_bytes"], c["gso_size"], c["gso_segs"], c["payload_len"], c["csum_state"], c["csum_level"],
                  c["csum_bad"], _hint(hints, "no_handler", n, np.bool_), _hint(hints, "soft_flush", n, np.bool_),
@@ -524,22 +461,29 @@ def prepare(trace: Trace, params: GroParams, hints: GroHints | None = None, stat
                  out["th"], out["bucket"], out["kind"], out["soft"], out["netk"], out["gso"], out["pcnt"],
                  out["base_len"], out["encap"], out["_state"], out["_level"], out["_st_after"], out["_lv_after"],
                  out["_refused"], out["_pass_bytes"])
-    if state is None:
-        tkey, n_tkeys = dense_ids(out.pop("th"))
-    else:
-        tkey, state.ids, state.id_rows, n_tkeys = dense_ids_into(out.pop("th"), state.ids, state.id_rows,
-                                                                 state.n_tkeys)
-        state.n_tkeys = n_tkeys
-    pb = out.pop("_pass_bytes")
-    rows = np.nonzero(pb)[0]
+    tkey, n_tkeys = flow_ids(out.pop("th"), state)
     out.update(
         t_ns=c["time_ns"], tkey=tkey, n_tkeys=n_tkeys, seq=c["seq"], plen=c["payload_len"], flags=c["flags"],
         window=c["window"], ack=c["ack"], hlen=c["tcp_hlen"], is_v4=c["ip_version"] == 4, ipid=c["ip_id"],
         df=c["df"], onet=onet,
         oid=_hint(hints, "outer_id", n, np.int64) if hints is not None and hints.outer_id is not None
         else np.zeros(len(onet), np.int64),
-        _passes=checksum.CsumPasses.at(codes.PASS_GRO_VALIDATE, pb[rows], rows))
+        _passes=validate_passes(out.pop("_pass_bytes")))
     return out
+
+
+def flow_ids(th: np.ndarray, state: "GroState | None") -> tuple[np.ndarray, int]:
+    """(dense flow id per row, ids given so far) of tuple hashes ``th``, continuing ``state``'s table."""
+    if state is None:
+        return dense_ids(th)
+    tkey, state.ids, state.id_rows, state.n_tkeys = dense_ids_into(th, state.ids, state.id_rows, state.n_tkeys)
+    return tkey, state.n_tkeys
+
+
+def validate_passes(pass_bytes: np.ndarray) -> checksum.CsumPasses:
+    """The PASS_GRO_VALIDATE checksum passes of the rows that summed bytes in software."""
+    rows = np.nonzero(pass_bytes)[0]
+    return checksum.CsumPasses.at(codes.PASS_GRO_VALIDATE, pass_bytes[rows], rows)
 
 
 KERNEL_ARGS = ("t_ns", "fkey", "tkey", "bucket", "kind", "soft", "seq", "plen", "flags", "window",
@@ -583,11 +527,12 @@ class GroState:
 
 
 def run_kernel(prep: dict, params: GroParams, state: GroState | None = None, start: int = 0, final: bool = True,
-               owner: np.ndarray | None = None):
+               owner: np.ndarray | None = None, buf: ColumnBuffer | None = None):
     """(reasons, owner, O[:, :m]) from prepared arrays: O has one row per output field (O_*).
 
     A stream's chunks share one ``state`` (made by ``prepare(..., state)``); rows before
-    ``start`` are the held packets' members carried over, ``owner`` giving theirs."""
+    ``start`` are the held packets' members carried over, ``owner`` giving theirs. ``buf``:
+    O is made in it (valid until its next use)."""
     n = len(prep["t_ns"])
     state = state or GroState.new(params)
     if len(state.last_close) < prep["n_tkeys"]:
@@ -596,7 +541,8 @@ def run_kernel(prep: dict, params: GroParams, state: GroState | None = None, sta
         state.last_close = grown
     reason = np.zeros(n, np.uint8)
     owner = np.zeros(n, np.int64) if owner is None else owner
-    O = np.empty((9, max(n, 1)), np.int64)
+    O = buf.get("O", 9 * max(n, 1), np.int64).reshape(9, max(n, 1)) if buf is not None \
+        else np.empty((9, max(n, 1)), np.int64)
     gap = -1 if params.poll_gap_ns is None else int(params.poll_gap_ns)
     m = gro_kernel(*[prep[k] for k in KERNEL_ARGS], int(params.napi_budget), gap, int(params.max_size),
                    params.cwr_rule == "old", params.ipid_rule == "df-fixed", int(params.buckets),
@@ -629,9 +575,9 @@ def gro(trace: Trace, params: GroParams | None = None, hints: GroHints | None = 
     first = O[O_FIRST]                                  # contiguous: a strided index is copied by every gather
     count = O[O_COUNT]
     c = trace.columns
-    # one gather per column (np.take: fast for the 2-D address/SACK columns too)
-    g = {k: np.take(v, first, axis=0) for k, v in c.items() if k not in _COMPUTED or k in (
-        "payload_len", "ip_len", "flags", "gso_type", "csum_bad", "drop", "ip_csum", "tcp_csum")}
+    # one gather per column when first read (np.take: fast for the 2-D address/SACK columns too)
+    g = LazyColumns({}, {k: (np.take, v, first, 0) for k, v in c.items() if k not in _COMPUTED or k in (
+        "payload_len", "ip_len", "flags", "gso_type", "csum_bad", "drop", "ip_csum", "tcp_csum")})
     multi = count > 1
     plen_out = O[O_PLEN]
     v4 = g["ip_version"] == 4
@@ -679,7 +625,7 @@ def gro(trace: Trace, params: GroParams | None = None, hints: GroHints | None = 
                                     g["payload_len"][idx], pseudo)
         ip_col[idx] = ipc
         tcp_col[idx] = pseudo
-    out = Trace({k: g[k] for k in c}, trace.points, dict(trace.meta))
+    out = Trace(g, trace.points, dict(trace.meta))
     out_row = _out_rows(first, owner)
     return GroResult(out=out, reasons=reasons, out_row=out_row, closed_by=O[O_CLOSE].astype(np.uint8),
                      passes=prep["_passes"], rx_state=prep["_state"], params=params, inp=trace)

@@ -38,21 +38,39 @@ def ipv6_gro_flow_word(flow_label):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _ports_final(h, sport, dport):
+    return _final(_mix(h, np.uint64(sport) | (np.uint64(dport) << np.uint64(16))))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def tuple_hash_v4(src, dst, sport, dport):
+    """The tuple hash (RSS bucket) of an IPv4 row: what ``keys_kernel`` gives it."""
+    h = _mix(_mix(np.uint64(7), np.uint64(4)), np.uint64(src) | (np.uint64(dst) << np.uint64(32)))
+    return _ports_final(h, sport, dport)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def flow_hash(th, v6, flow_label, vlan, vni, outer_nz, extra):
+    """The flow hash of a row from its tuple hash (vlan and vni -1 when absent)."""
+    f = _mix(th, np.uint64(np.int64(vlan) + 1))
+    if v6:
+        f = _mix(f, ipv6_gro_flow_word(flow_label))
+    f = _mix(f, np.uint64(np.int64(vni) + 1) | (np.uint64(outer_nz) << np.uint64(40)))
+    return _final(_mix(f, extra))
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _row_hashes(i, ver, src, dst, src6, dst6, flow_label, sport, dport, vlan, vni, outer_nz, extra,
                 hlen, mss, sackok, ts, tsval, tsecr, wscale, sack_n, sack):
     """(tuple hash, flow hash, option hash) of row i; vlan/vni/wscale are -1 when absent."""
-    h = _mix(np.uint64(7), np.uint64(ver[i]))
     if ver[i] == 6:
+        h = _mix(np.uint64(7), np.uint64(ver[i]))
         for k in range(16):
             h = _mix(h, np.uint64(src6[i, k]) | (np.uint64(dst6[i, k]) << np.uint64(8)))
+        th = _ports_final(h, sport[i], dport[i])
     else:
-        h = _mix(h, np.uint64(src[i]) | (np.uint64(dst[i]) << np.uint64(32)))
-    th = _final(_mix(h, np.uint64(sport[i]) | (np.uint64(dport[i]) << np.uint64(16))))
-    f = _mix(th, np.uint64(np.int64(vlan[i]) + 1))
-    if ver[i] == 6:
-        f = _mix(f, ipv6_gro_flow_word(flow_label[i]))
-    f = _mix(f, np.uint64(np.int64(vni[i]) + 1) | (np.uint64(outer_nz) << np.uint64(40)))
-    fk = _final(_mix(f, extra))
+        th = tuple_hash_v4(src[i], dst[i], sport[i], dport[i])
+    fk = flow_hash(th, ver[i] == 6, flow_label[i], vlan[i], vni[i], outer_nz, extra)
     o = _mix(np.uint64(11), np.uint64(hlen[i]) | (np.uint64(mss[i]) << np.uint64(8))
              | (np.uint64(sackok[i]) << np.uint64(24)) | (np.uint64(ts[i]) << np.uint64(25))
              | (np.uint64(np.int64(wscale[i]) + 1) << np.uint64(32)) | (np.uint64(sack_n[i]) << np.uint64(48)))

@@ -112,7 +112,7 @@ from numba import njit
 from ..codes import (ACK, CSUM_NONE, CSUM_PARTIAL, CWR, DROP_GSO_EINVAL, DROP_GSO_EPROTONOSUPPORT, FIN,
                      GSO_TCP_ACCECN, GSO_TCP_FIXEDID, NIC_DROP_GSO, NIC_HW_TSO, NIC_MODELS, NIC_RTL8139_CLOBBERED,
                      NIC_RTL8139_FIXED, NIC_RTL8139_LEGACY, NIC_RTL8139_MASK12, NIC_SW_GSO, PSH)
-from ..trace import FIELDS, Trace, repeat_rows
+from ..trace import FIELDS, LazyColumns, Trace, repeat_rows
 from .csum_math import (IPPROTO_TCP, csum_finish, fold16, ip_base_sum, ip_tot_len_field, pseudo_addr_sum,
                         tcp_base_sum, tcp_flags_word, tcp_options_sum_kernel, u32_sum)
 
@@ -544,10 +544,15 @@ def segment(trace: Trace, gso_size: int | None = None, nic="sw-gso", tx_csum: bo
     g = np.full(n_in, override, dtype=np.int64) if override else c["gso_size"].astype(np.int64)
     processed = ((c["drop"] == 0) & np.isin(c["ip_version"], (4, 6)) & (g > 0) & (c["payload_len"] > g)
                  & (model.code != NIC_DROP_GSO))
-    cols = {name: (out[name] if name in out else repeat_rows(col, counts, total))
-            for name, col in c.items()}
-    cols["csum_bad"] = cols["csum_bad"] & ~np.repeat(processed, counts)   # recomputed checksums are right
-    return Trace(cols, trace.points, dict(trace.meta))
+    # the columns the kernel does not write are repeated from the input when first read
+    lazy = {name: (repeat_rows, col, counts, total) for name, col in c.items() if name not in out}
+    lazy["csum_bad"] = (_csum_bad_after, c["csum_bad"], processed, counts, total)
+    return Trace(LazyColumns(out, lazy), trace.points, dict(trace.meta))
+
+
+def _csum_bad_after(csum_bad, processed, counts, total):
+    """csum_bad of the output rows: segments of a processed super-packet carry recomputed, right checksums."""
+    return repeat_rows(csum_bad & ~processed, counts, total)
 
 
 def warmup() -> None:

@@ -19,7 +19,7 @@ from numba import njit
 
 from ..packet.fast import FAST_COLUMNS, decode_eth_ipv4_tcp
 from ..packet.link import LINKTYPE_ETHERNET
-from ..trace import Trace
+from ..trace import ColumnBuffer, Trace
 from . import pcap, pcapng
 from .records import ERR_BAD_CAPLEN, STDIO, CaptureResult, Record, Stats, read_input, walk_error
 
@@ -47,12 +47,13 @@ class Batch:
         return Record(int(self.frame[i]), int(self.time_ns[i]), int(self.linktype[i]),
                       self.data[o:o + c].tobytes(), int(self.orig[i]), int(self.fcs[i]))
 
-    def decode_plain(self, fast_path: bool = True) -> tuple[Trace, np.ndarray]:
+    def decode_plain(self, fast_path: bool = True, buf: ColumnBuffer | None = None) -> tuple[Trace, np.ndarray]:
         """(Trace of every record, mask of the plain ones): records of Ethernet without FCS whose
         IPv4/TCP headers ``packet.fast`` decoded (no VLAN tag, no tunnel). The other rows are
-        left at their defaults, for ``packet.decode`` (all of them when ``fast_path`` is False)."""
+        left at their defaults, for ``packet.decode`` (all of them when ``fast_path`` is False).
+        ``buf``: the Trace's columns are made in it (valid until its next use)."""
         n = len(self)
-        trace = Trace.empty(n)
+        trace = buf.trace(n) if buf is not None else Trace.empty(n)
         c = trace.columns
         status = np.full(n, 2, np.uint8)
         if n:
@@ -216,6 +217,7 @@ class PcapWriter:
         self.stdout = str(path) == STDIO
         self.f = sys.stdout.buffer if self.stdout else open(Path(path), "wb")
         self.snaplen, self.nano = snaplen, nano
+        self.out = np.empty(0, np.uint8)         # the records' bytes, reused from write to write
         self.f.write(pcap.header_bytes(linktype, snaplen, nano, fcs))
 
     def write(self, b: Batch) -> None:
@@ -223,9 +225,11 @@ class PcapWriter:
             return
         if int(b.time_ns.min()) < 0 or int(b.time_ns.max()) // 1_000_000_000 > pcap.MAX_PCAP_SECONDS:
             raise ValueError("a timestamp is outside what a pcap file holds (1970..2106)")
-        out = np.empty(16 * len(b) + int(np.minimum(b.cap, self.snaplen).sum()), np.uint8)
-        pcap_body(b.data, b.off, b.cap, b.orig, b.time_ns, self.snaplen, self.nano, out)
-        self.f.write(out)
+        size = 16 * len(b) + int(np.minimum(b.cap, self.snaplen).sum())
+        if len(self.out) < size:
+            self.out = np.empty(max(size, 2 * len(self.out)), np.uint8)
+        pcap_body(b.data, b.off, b.cap, b.orig, b.time_ns, self.snaplen, self.nano, self.out)
+        self.f.write(memoryview(self.out)[:size])
 
     def close(self) -> None:
         self.f.flush()

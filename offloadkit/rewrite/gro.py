@@ -35,15 +35,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import codes
+from ..engine import checksum
 from ..engine.checksum import CsumPasses
-from ..engine.gro import O_FIRST, O_FLOR, O_TIME, GroHints, GroParams, GroState, prepare, run_kernel
+from ..engine.gro import (O_FIRST, O_FLOR, O_TIME, GroHints, GroParams, GroState, flow_ids, prepare, run_kernel,
+                          validate_passes)
 from ..io.batch import Batch
 from ..io.records import Record
 from ..packet.csum import fold, ip_header_checksum, pseudo_sum, verifies
 from ..packet.decode import Layout, decode
 from ..packet.link import LINKTYPE_ETHERNET, LINKTYPES, append_fcs
-from ..trace import Trace
-from .gro_fast import MODE_SIDE, build_output, eth_ipv4_hints, group_mode, key_of
+from ..packet.fast import FAST_COLUMNS, decode_eth_ipv4_tcp
+from ..trace import FIELDS, ColumnBuffer, Trace
+from .gro_fast import MODE_SIDE, build_output, eth_ipv4_hints, group_mode, key_of, plain_prep
 
 HINTS = ("no_handler", "soft_flush", "ip_csum_ok", "opt_key", "flow_key", "outer_net", "outer_id")
 NO_GRO_ENCAP = codes.ENC_MPLS | codes.ENC_PPPOE
@@ -117,21 +120,28 @@ def frame_hints(linktype: int, buf: bytes, orig_len: int, fcs: int = 0):
     return row, hint, lay
 
 
-def batch_to_trace(b: Batch, progress=None, fast_path: bool = True):
+HINT_DEFAULTS = {"no_handler": (np.bool_, True), "soft_flush": (np.bool_, False), "ip_csum_ok": (np.bool_, True),
+                 "opt_key": (np.uint64, 0), "flow_key": (np.uint64, 0), "outer_net": (np.int64, -1),
+                 "outer_id": (np.int64, 0)}
+
+
+def batch_to_trace(b: Batch, progress=None, fast_path: bool = True, buf: ColumnBuffer | None = None):
     """(Trace, GroHints, fast) for every record of ``b``; records GRO cannot read become pass-through rows.
 
     Plain Ethernet/IPv4/TCP records are decoded and hinted by numba kernels (``fast``
     True); the others by :func:`frame_hints` (all of them when ``fast_path`` is False: the
-    reference the fast path is tested against). progress: a ``commands.progress`` counter."""
+    reference the fast path is tested against). progress: a ``commands.progress`` counter.
+    ``buf``: the arrays are made in it (valid until its next use)."""
     n = len(b)
-    trace, fast = b.decode_plain(fast_path)
+    trace, fast = b.decode_plain(fast_path, buf)
     c = trace.columns
     c["frame"][:] = np.arange(n)
     c["time_ns"][:] = b.time_ns
     c["csum_state"][fast] = codes.CSUM_NONE
-    h = {"no_handler": np.ones(n, np.bool_), "soft_flush": np.zeros(n, np.bool_), "ip_csum_ok": np.ones(n, np.bool_),
-         "opt_key": np.zeros(n, np.uint64), "flow_key": np.zeros(n, np.uint64),
-         "outer_net": np.full(n, -1, np.int64), "outer_id": np.zeros(n, np.int64)}
+    h = {}
+    for k, (dt, v) in HINT_DEFAULTS.items():
+        h[k] = buf.get("hint_" + k, n, dt) if buf is not None else np.empty(n, dt)
+        h[k].fill(v)
     eth_ipv4_hints(b.data, b.off, b.cap, b.orig, np.nonzero(fast)[0], c["ip_hlen"], c["tcp_hlen"], c["ip_len"],
                    c["csum_bad"], h["no_handler"], h["soft_flush"], h["ip_csum_ok"], h["opt_key"])
     slow = np.nonzero(~fast)[0]
@@ -241,6 +251,7 @@ def gro_chunks(chunks, params: GroParams | None = None, fast_path: bool = True):
     byte for byte that of one chunk holding the whole capture."""
     params = params or GroParams()
     state = GroState.new(params)
+    buf = ColumnBuffer()
     carry, carry_owner = Batch.of_records([]), np.zeros(0, np.int64)
     base = 0
     it = iter(chunks)
@@ -249,27 +260,34 @@ def gro_chunks(chunks, params: GroParams | None = None, fast_path: bool = True):
         nxt = next(it, None)
         b = Batch.concat([carry, chunk]) if len(carry) else chunk
         out, reasons, passes, keep, owner = _gro_step(b, len(carry), carry_owner, state, params, nxt is None,
-                                                      fast_path)
+                                                      fast_path, buf)
         yield out, reasons, CsumPasses(passes.place, passes.nbytes, passes.row + base)
         carry, carry_owner = b.take(keep), owner
         base += len(chunk)
         chunk = nxt
 
 
-def _gro_step(b: Batch, start: int, carry_owner, state, params: GroParams, final: bool, fast_path: bool):
+def _gro_step(b: Batch, start: int, carry_owner, state, params: GroParams, final: bool, fast_path: bool,
+              buf: ColumnBuffer):
     """One chunk ``b`` (rows before ``start``: carried members) through GRO: (output Batch, reasons of
-    the new rows, their passes (rows from 0 at ``start``), rows still held, their owners renumbered)."""
-    trace, hints, fast = batch_to_trace(b, None, fast_path)
-    prep = prepare(trace, params, hints, state)
+    the new rows, their passes (rows from 0 at ``start``), rows still held, their owners renumbered).
+    The per-row arrays are made in ``buf``; what leaves the step is copied out of it."""
+    got = plain_prepare(b, params, state, buf) if fast_path else None
+    if got is None:
+        trace, hints, fast = batch_to_trace(b, None, fast_path, buf)
+        prep = prepare(trace, params, hints, state, buf)
+        c = trace.columns
+    else:
+        prep, c, fast = got
     owner = np.empty(len(b), np.int64)
     owner[:start] = carry_owner
-    reasons, owner, O = run_kernel(prep, params, state, start, final, owner)
+    reasons, owner, O = run_kernel(prep, params, state, start, final, owner, buf)
     p = prep["_passes"]
     new = p.row >= start
     passes = CsumPasses(p.place[new], p.nbytes[new], p.row[new] - start)
     del prep
     n, m = len(b), O.shape[1]
-    first = np.ascontiguousarray(O[O_FIRST])
+    first = O[O_FIRST].copy()
     pos = np.full(n, -1, np.int64)
     pos[first] = np.arange(m)
     out_row = pos[owner]
@@ -279,22 +297,49 @@ def _gro_step(b: Batch, start: int, carry_owner, state, params: GroParams, final
     starts = np.zeros(m + 1, np.int64)
     np.cumsum(np.bincount(out_row[~held] if n_held else out_row, minlength=m), out=starts[1:])
     mode = group_mode(members, starts, fast)
-    c = trace.columns
     flags = c["flags"][first].astype(np.int64) | O[O_FLOR]
-    times = np.ascontiguousarray(O[O_TIME])
+    times = O[O_TIME].copy()                            # O lives in buf: the output keeps its own
     side = _side_records(b, mode, members, starts, c["payload_len"], flags, times)
     args = (b.data, b.off, b.cap, b.orig, c["l2_bytes"], c["ip_hlen"], c["tcp_hlen"], c["payload_len"], members,
             starts, mode, flags, *side)
     o_off, o_cap, o_orig = (np.empty(m, np.int64) for _ in range(3))
-    size = build_output(*args, np.empty(0, np.uint8), o_off, o_cap, o_orig, False)
-    buf = np.empty(size, np.uint8)
-    build_output(*args, buf, o_off, o_cap, o_orig, True)
-    out = Batch(buf, o_off, o_cap, o_orig, times, b.linktype[first], b.fcs[first], b.frame[first])
+    data = np.empty(int(b.cap.sum()) + len(side[0]), np.uint8)      # no output is longer than its inputs
+    size = build_output(*args, data, o_off, o_cap, o_orig, True)
+    out = Batch(data[:size], o_off, o_cap, o_orig, times, b.linktype[first], b.fcs[first], b.frame[first])
     keep = np.nonzero(held)[0]
     new_row = np.full(n, -1, np.int64)
     new_row[keep] = np.arange(len(keep))
     state.renumber(new_row)
     return out, reasons[start:], passes, keep, new_row[owner[keep]]
+
+
+def plain_prepare(b: Batch, params: GroParams, state: GroState, buf: ColumnBuffer):
+    """(``engine.gro.prepare``'s arrays, the decoded columns, all-True fast mask) of a chunk whose
+    records are all plain Ethernet/IPv4/TCP (``Batch.decode_plain``), in two numba passes (decode,
+    ``gro_fast.plain_prep``) and no Trace; None when one is not (then ``batch_to_trace`` decodes it)."""
+    n = len(b)
+    if not n or (b.linktype != LINKTYPE_ETHERNET).any() or b.fcs.any():
+        return None
+    c = {k: buf.get("plain_" + k, n, FIELDS[k][0], FIELDS[k][2]) for k in FAST_COLUMNS}
+    c["csum_bad"].fill(False)
+    status = buf.get("plain_status", n, np.uint8)
+    decode_eth_ipv4_tcp(b.data, b.off, b.cap, b.orig, status, *[c[k] for k in FAST_COLUMNS])
+    if status.any() or c["encap"].any():
+        return None
+    p = {k: buf.get("plainprep_" + k, n, dt) for k, dt in (
+        ("th", np.uint64), ("fkey", np.uint64), ("optk", np.uint64), ("bucket", np.int32), ("kind", np.int8),
+        ("soft", np.bool_), ("netk", np.int32), ("gso", np.int32), ("pcnt", np.int32), ("base_len", np.int32),
+        ("encap", np.bool_), ("pass_bytes", np.int64))}
+    plain_prep(b.data, b.off, b.cap, b.orig, c["src_ip"], c["dst_ip"], c["sport"], c["dport"], c["ip_hlen"],
+               c["tcp_hlen"], c["ip_len"], c["frag"], c["tos"], c["ttl"], c["df"], c["payload_len"], c["csum_bad"],
+               checksum.RX_MODE_CODES[params.rx_csum], bool(params.enabled), params.tunnel_rule == "old",
+               int(params.buckets), params.rx_hash == "zero", *p.values())
+    p["tkey"], p["n_tkeys"] = flow_ids(p.pop("th"), state)
+    none = np.zeros(0, np.int64)
+    p.update(t_ns=b.time_ns, seq=c["seq"], plen=c["payload_len"], flags=c["flags"], window=c["window"], ack=c["ack"],
+             hlen=c["tcp_hlen"], is_v4=np.ones(n, np.bool_), ipid=c["ip_id"], df=c["df"], onet=none, oid=none,
+             _passes=validate_passes(p.pop("pass_bytes")))
+    return p, c, np.ones(n, np.bool_)
 
 
 def gro_batch(b: Batch, params: GroParams | None = None, progress=None, fast_path: bool = True) -> GroRun:

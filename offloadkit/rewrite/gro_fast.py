@@ -14,6 +14,8 @@ from numba import njit
 
 from ..codes import FIN, PSH
 from ..packet.csum import csum_bytes, fold_nb
+from ..engine.gro_prep import prep_row
+from ..engine.gro_keys import flow_hash, tuple_hash_v4
 from ..packet.decode import MAX_ORIG_LEN
 
 MODE_COPY, MODE_MERGE, MODE_SIDE = 0, 1, 2
@@ -35,27 +37,53 @@ def key_of(b: bytes) -> int:
     return int(bytes_key(np.frombuffer(bytes(b), np.uint8), 0, len(b)))
 
 
+@njit(cache=True, inline="always")
+def eth_ipv4_hint(data, b, cap, orig, ihl, thl, tot, csum_bad):
+    """GRO's hints of one fast-decoded record at ``data[b:]`` (IPv4 header at byte 14), as
+    ``frame_hints`` gives them: (no handler, soft flush, IP checksum ok, option key, csum_bad)."""
+    ipok = fold_nb(csum_bytes(data, b + 14, b + 14 + ihl)) == 0xFFFF
+    o = min(max(orig, cap), MAX_ORIG_LEN)
+    sf = tot != 0 and o - 14 != tot
+    pay = 14 + ihl + thl
+    if pay > cap or tot - ihl < thl:
+        return True, sf, ipok, np.uint64(0), csum_bad
+    return False, sf, ipok, bytes_key(data, b + 14 + ihl + 20, b + pay), csum_bad and not sf
+
+
 @njit(cache=True)
 def eth_ipv4_hints(data, off, cap, orig, rows, ip_hlen, tcp_hlen, ip_len, csum_bad,
                    no_handler, soft, ipok, optk):
-    """GRO's hints of the fast-decoded ``rows`` (IPv4 header at byte 14), as ``frame_hints`` gives them."""
+    """GRO's hints of the fast-decoded ``rows`` (:func:`eth_ipv4_hint` of each)."""
     for j in range(len(rows)):
         i = rows[j]
-        b = off[i]
+        noh, soft[i], ipok[i], k, bad = eth_ipv4_hint(data, off[i], cap[i], orig[i], np.int64(ip_hlen[i]),
+                                                      np.int64(tcp_hlen[i]), np.int64(ip_len[i]), csum_bad[i])
+        no_handler[i] = noh
+        if not noh:
+            optk[i] = k
+            csum_bad[i] = bad
+
+
+@njit(cache=True, nogil=True)
+def plain_prep(data, off, cap, orig, src, dst, sport, dport, ip_hlen, tcp_hlen, ip_len, frag, tos, ttl, df,
+               payload_len, csum_bad, rx_mode, enabled, tunnel_old, nbuckets, hash_zero,
+               th, fkey, optk, bucket, kind, soft, netk, gso, pcnt, base_len, encap, pass_bytes):
+    """``engine.gro.prepare`` of records that are all fast-decoded (Ethernet, IPv4, no tag or tunnel), in
+    one pass from the decoder's columns: the hints (:func:`eth_ipv4_hint`), keys and ``prep_row`` of each,
+    with the values ``rewrite.gro.batch_to_trace`` + ``prepare`` give such a row."""
+    for i in range(len(off)):
         ihl = np.int64(ip_hlen[i])
         thl = np.int64(tcp_hlen[i])
         tot = np.int64(ip_len[i])
-        ipok[i] = fold_nb(csum_bytes(data, b + 14, b + 14 + ihl)) == 0xFFFF
-        o = min(max(orig[i], cap[i]), MAX_ORIG_LEN)
-        sf = tot != 0 and o - 14 != tot
-        soft[i] = sf
-        pay = 14 + ihl + thl
-        if pay > cap[i] or tot - ihl < thl:
-            no_handler[i] = True
-            continue
-        no_handler[i] = False
-        optk[i] = bytes_key(data, b + 14 + ihl + 20, b + pay)
-        csum_bad[i] = csum_bad[i] and not sf
+        noh, sf, ipok, k, bad = eth_ipv4_hint(data, off[i], cap[i], orig[i], ihl, thl, tot, csum_bad[i])
+        t = tuple_hash_v4(src[i], dst[i], sport[i], dport[i])
+        th[i] = t
+        fkey[i] = flow_hash(t, False, 0, -1, -1, False, np.uint64(0))
+        optk[i] = k
+        (bucket[i], kind[i], soft[i], netk[i], gso[i], pcnt[i], base_len[i], encap[i], _, _, _, _, _,
+         pass_bytes[i]) = prep_row(True, False, 0, t, 0, 0, 14, tot, ihl, frag[i], tos[i], ttl[i], df[i], thl,
+                                   np.int64(payload_len[i]), 0, 0, bad, ipok, noh, sf, -1, rx_mode, enabled,
+                                   tunnel_old, nbuckets, hash_zero)
 
 
 @njit(cache=True)

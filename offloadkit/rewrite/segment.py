@@ -161,12 +161,13 @@ def segment_batch(b: Batch, mss: int, nic: str = "sw-gso", tx_csum: bool = True,
     side = _side_segments(b, heads, dropped, first, count, sc)
     args = (b.data, b.off, b.cap, b.orig, fast, first, count, dropped, c["ip_hlen"], c["tcp_hlen"], c["seq"],
             sc["payload_len"], sc["ip_len"], sc["ip_id"], sc["seq"], sc["flags"], sc["csum_state"], *side)
-    none = np.empty(0, np.int64)
-    m, size = build_segments(*args, np.empty(0, np.uint8), none, none, none, none, False)
-    buf = np.empty(size, np.uint8)
-    o_off, o_cap, o_orig, o_src = (np.empty(m, np.int64) for _ in range(4))
-    build_segments(*args, buf, o_off, o_cap, o_orig, o_src, True)
-    out = Batch(buf, o_off, o_cap, o_orig, b.time_ns[o_src], b.linktype[o_src], b.fcs[o_src], b.frame[o_src])
+    # one pass into room for the most it can write: a segment is its headers plus its share of the payload captured
+    room = int(b.cap.sum()) + int((count * (14 + c["ip_hlen"].astype(np.int64) + c["tcp_hlen"])).sum()) + len(side[0])
+    buf = np.empty(room, np.uint8)
+    o_off, o_cap, o_orig, o_src = (np.empty(int(np.maximum(count, 1).sum()), np.int64) for _ in range(4))
+    m, size = build_segments(*args, buf, o_off, o_cap, o_orig, o_src, True)
+    o_off, o_cap, o_orig, o_src = o_off[:m], o_cap[:m], o_orig[:m], o_src[:m]
+    out = Batch(buf[:size], o_off, o_cap, o_orig, b.time_ns[o_src], b.linktype[o_src], b.fcs[o_src], b.frame[o_src])
     done = ~dropped & (count > 0)
     return SegmentRun(out, len(idx), int(count[done].sum()), int(dropped.sum()), tunnelled, n, len(out))
 

@@ -362,3 +362,29 @@ def test_untouched_columns_are_the_input_rows_repeated_and_writable():
         assert out.columns[name].flags.writeable and out.columns[name].dtype == t.columns[name].dtype
     for col in (np.zeros((3, 16), np.uint8), np.full(3, -1, np.int32), np.array([1, 2, 3])):
         assert np.array_equal(repeat_rows(col, counts, 6), np.repeat(col, counts, axis=0))
+
+
+def test_api_columns_made_on_first_read_equal_the_eager_ones():
+    """segment() and gro() make the columns they do not compute when first read (trace.LazyColumns):
+    the values of the eager gather, through replace() and pickling too."""
+    import pickle
+
+    from offloadkit.engine import gro as G
+    from offloadkit.trace import FIELDS, LazyColumns, repeat_rows
+    t = Trace.from_columns(payload_len=[2880, 100, 4000], gso_size=[1440, 0, 1000], tcp_hlen=32, opt_ts=True,
+                           ip_len=[2932, 152, 4052], flags=[ACK | PSH, ACK, ACK], seq=[1, 2881, 3000],
+                           tsval=[5, 6, 7], sport=[1, 2, 3], csum_bad=[True, True, False], ttl=[1, 2, 3])
+    out = sg.segment(t)
+    assert isinstance(out.columns, LazyColumns) and list(out.columns) == list(FIELDS)
+    counts = sg.segment_counts(t)
+    for k in ("tsval", "sport", "ttl", "time_ns", "sack"):
+        assert np.array_equal(out.columns[k], repeat_rows(t.columns[k], counts, len(out))), k
+    assert out.csum_bad.tolist() == [False, False, True, False, False, False, False]
+    r = out.replace(window=np.arange(len(out)))
+    assert np.array_equal(r.columns["ack"], out.columns["ack"]) and r.window.tolist() == list(range(len(out)))
+    back = pickle.loads(pickle.dumps(out))
+    assert all(np.array_equal(back.columns[k], out.columns[k]) for k in FIELDS)
+    res = G.gro(t)
+    first = np.unique(res.out_row, return_index=True)[1]
+    for k in ("tsval", "sport", "ttl", "sack", "tcp_hlen"):
+        assert np.array_equal(res.out.columns[k], t.columns[k][first]), k

@@ -501,3 +501,59 @@ def test_quick_ack_mode_reentered_on_duplicates_and_before_4_18_on_out_of_order_
     n = rcv(0, 1)                                                 # a duplicate: immediate, enters quick-ACK
     assert F[0, K.F_QUICK] == 15
     assert rcv(4, 5) == n + 1                                     # the next lone MSS is acked at once
+
+
+# -- loss probes as 6.18 schedules and ends them (tcp_schedule_loss_probe, tcp_process_tlp_ack) -----
+def _episode(K, W, high, retrans, cwnd=10):
+    F = W.F
+    F[0, K.F_TLP_HIGH], F[0, K.F_TLP_RETRANS], F[0, K.F_CWND], F[0, K.F_SSTHRESH] = high, retrans, cwnd, K.INF
+    F[0, K.F_SND_NXT] = 9000
+
+
+def test_tcp_process_tlp_ack_ends_the_episode_as_the_kernel_does():
+    K, W = _world([(0, 0)] * 9)
+    F = W.F
+    ack = K.recovery.tcp_process_tlp_ack.py_func
+    _episode(K, W, 5000, 1)
+    ack(W, 0, 4000, True)                                  # below tlp_high_seq: nothing
+    assert (F[0, K.F_TLP_HIGH], F[0, K.F_CWND]) == (5000, 10)
+    ack(W, 0, 5000, True)                                  # exactly tlp_high_seq, una advanced: still open
+    assert F[0, K.F_TLP_HIGH] == 5000
+    ack(W, 0, 6000, True)                                  # past it: a loss was repaired, CWR to ssthresh
+    assert F[0, K.F_TLP_HIGH] == -1 and F[0, K.F_SSTHRESH] == 5 and F[0, K.F_CWND] == 5
+    assert F[0, K.F_HIGH_SEQ] == 9000
+    _episode(K, W, 5000, 1)
+    ack(W, 0, 5000, False)                                 # a pure duplicate: both copies arrived
+    assert (F[0, K.F_TLP_HIGH], F[0, K.F_CWND]) == (-1, 10)
+    _episode(K, W, 5000, 0)
+    ack(W, 0, 5000, True)                                  # a probe of new data, acked: no reduction
+    assert (F[0, K.F_TLP_HIGH], F[0, K.F_CWND]) == (-1, 10)
+
+
+def test_no_loss_probe_in_disorder():
+    """tcp_schedule_loss_probe wants Open (or CWR): a SACKed or lost segment, a retransmission out or
+    an ever-retransmitted head is Disorder (tcp_try_keep_open)."""
+    K, W = _world([(0, 0)] * 4)
+    open_ = K.recovery.tcp_try_keep_open.py_func
+    assert open_(W, 0)
+    for col in (K.F_SACKED, K.F_LOST, K.F_RETRANS):
+        W.F[0, col] = 1
+        assert not open_(W, 0)
+        W.F[0, col] = 0
+    W.U[0, 0, 2] = K.UF_EVER
+    assert not open_(W, 0)
+    W.U[0, 0, 2] = 0
+    W.F[0, K.F_STATE] = K.ST_RECOVERY
+    assert not open_(W, 0)
+
+
+def test_the_rack_reordering_timer_replaces_a_pending_loss_probe():
+    """One retransmit timer (icsk_pending): the SACK of the last segment arms RACK's reordering timer
+    over the probe armed at the send, so the repair starts at the RACK time and no probe goes out
+    (every full-sized segment dies at the 1400-byte hop; the RTO takes over)."""
+    r = simulate(Scenario(tcp=Tcp(loss_timers=2), path=(Hop(mtu=1400, delay_ns=5 * MS),), bytes_per_flow=10_000,
+                          trace_limit=BIG, duration_ns=400 * MS))
+    assert r.tlp_probes == 0 and r.rtos >= 1
+    first = r.retransmissions("sender").time_ns[0]
+    assert first == 20 * MS
+    assert np.all(r.retransmissions("sender").time_ns[1:] > 200 * MS)

@@ -128,9 +128,9 @@ def pcapng_of(src: Path, tmp_path: Path) -> Path:
 @pytest.mark.parametrize("hold", [1 << 23, 3000])
 def test_gro_pcapng_gz_gives_the_bytes_of_its_pcap(tmp_path, monkeypatch, hold):
     from offloadkit.cli import main
-    from offloadkit.commands import gro
+    from offloadkit.io.sink import OutputSink
     monkeypatch.setattr(stream, "BLOCK", 4096)
-    monkeypatch.setattr(gro._Sink, "HOLD", hold)
+    monkeypatch.setattr(OutputSink, "HOLD", hold)
     ng = pcapng_of(SRC, tmp_path)
     assert main(["gro", str(SRC), str(tmp_path / "a.pcap")]) == 0
     assert main(["gro", str(ng), str(tmp_path / "b.pcap")]) == 0
@@ -140,7 +140,7 @@ def test_gro_pcapng_gz_gives_the_bytes_of_its_pcap(tmp_path, monkeypatch, hold):
 def test_gro_mixed_link_types_after_the_first_output(tmp_path, monkeypatch):
     """An interface of another link type after output was committed to a pcap: read back, pcapng out."""
     from offloadkit.cli import main
-    from offloadkit.commands import gro
+    from offloadkit.io.sink import OutputSink
     recs, info = read_records(SRC)
     sll = [r for r in read_records(ROOT / "tests/data/sll.pcap")[0]]
     for r in sll:
@@ -149,7 +149,7 @@ def test_gro_mixed_link_types_after_the_first_output(tmp_path, monkeypatch):
     pcapng.write_records(mixed, recs + sll, info.snaplen, nano=True)
     outs = []
     for hold in (1 << 23, 100):
-        monkeypatch.setattr(gro._Sink, "HOLD", hold)
+        monkeypatch.setattr(OutputSink, "HOLD", hold)
         monkeypatch.setattr(stream, "BLOCK", 1 << 23 if hold > 100 else 4096)
         out = tmp_path / f"o{hold}.pcapng"
         assert main(["gro", str(mixed), str(out)]) == 0
@@ -168,3 +168,17 @@ def test_doctor_reads_pcapng_in_pieces(tmp_path, monkeypatch):
         assert res.messages == ref.messages and res.error == ref.error and res.records == ref.records
         for k, col in ref.trace.columns.items():
             assert np.array_equal(full.columns[k], col), k
+
+
+def test_segment_pcapng_gz_streams_the_bytes_of_its_pcap(tmp_path, monkeypatch):
+    """segment reads a pcapng.gz in blocks (io.sink) and writes what it writes for the pcap."""
+    from offloadkit.cli import main
+    from offloadkit.io.sink import OutputSink
+    src = ROOT / "offloadkit/data/captures/ts-mtu1500/router-in.pcap"
+    monkeypatch.setattr(stream, "BLOCK", 4096)
+    monkeypatch.setattr(OutputSink, "HOLD", 3000)
+    ng = pcapng_of(src, tmp_path)
+    assert main(["segment", str(src), str(tmp_path / "a.pcap"), "--mss", "536"]) == 0
+    assert main(["segment", str(ng), str(tmp_path / "b.pcap"), "--mss", "536"]) == 0
+    assert (tmp_path / "a.pcap").read_bytes() == (tmp_path / "b.pcap").read_bytes()
+    assert len(read_batch(tmp_path / "a.pcap")[0]) > len(read_batch(src)[0])

@@ -27,10 +27,11 @@ RECORDED = sorted((data_dir() / "lab").glob("tcp-*.json"))
 CASES = {**TCP, **TCP_HELD_OUT}
 #: kinds the model does not reproduce yet (see the module docstring of lab.tcp and the report)
 NOT_YET = {
-    "drop-gso": "kit ~2.3x the kernel's goodput and ~11x its retransmits: the kernel ends each repair with a "
-                "2-segment retransmission that nothing follows (36 RTOs in 8 s, 43 loss probes), the model "
-                "repairs most with loss probes (3 RTOs, ~700 probes). 6.18's tcp_probe tracepoint: between "
-                "repairs it runs in CA at cwnd 3, ssthresh 2, one 1-MSS skb per ACK; the kit's cwnd is 2 or 4",
+    "drop-gso": "kit ~2.8x the kernel's goodput and ~12x its retransmits (3 RTOs against 36): since loss probes "
+                "follow tcp_schedule_loss_probe (none in Disorder; RACK's timer replaces a pending one) the kit "
+                "repairs every 8 ms on RACK's reordering timer (3 probes; kernel 43), its cwnd back to 5 by "
+                "tcp_cong_avoid_ai's credit, where the kernel holds 3 (ssthresh 2 at the next loss): CUBIC's "
+                "HZ/32 hold of ca->cnt (bictcp_update) is the missing rule, see the round-5 report",
     "drop-gso-mtu1400": "as drop-gso",
     "no-tso-loss-1pct": "kit ~4x the kernel's goodput and retransmits: at 1 % loss the kernel's one-MSS veth "
                         "path reaches 0.5 Gb/s of the 2.6 the healthy run measured (CPU-bound, 2 shared cores)",

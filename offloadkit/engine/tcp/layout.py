@@ -47,7 +47,7 @@ F_FIELDS = ("snd_una", "snd_nxt", "total", "una_u", "nxt_u", "mss", "cwnd", "cwn
             "h_ipid", "h_ts", "retx_units", "delivered", "high_sack_u", "mark_ptr", "rack_ptr", "high_lost_u",
             "h_age", "rack_u", "rack_rtt", "reo_evt", "hs_end", "hs_curr", "hs_cnt", "hs_found", "rack_adv",
             "h_listed", "mtup_on", "search_lo", "search_hi", "probe_mtu", "probe_s", "probe_e", "pmss", "rtx_stamp",
-            "wstamp")
+            "wstamp", "tlp_retrans")
 # per-flow parameters FP (flows may differ: size, start, RTT, congestion control)
 FP_FIELDS = ("total", "start_ns", "extra_rtt", "cc")
 # per-flow floats FF (CUBIC)

@@ -9,7 +9,9 @@ it), 3 dupacks without SACK; with ``P_RACK_TIME = 0`` (Linux 4.4-4.9) RACK only
 runs in Recovery/Loss and needs a delivered unit sent > 1 ms later; with
 ``P_FACK`` (Linux <= 4.14) all but 3 units below the highest SACK are lost.
 Fast recovery with PRR (prior_cwnd; slow-start bound per ``P_PRR_UNA``: 5.12+
-una advanced, else 4.3-5.11 retransmit acked). Spec §3.
+una advanced, else 4.3-5.11 retransmit acked). Spec §3. The states the kit's
+``ST_OPEN`` folds together (Open, Disorder: ``tcp_try_keep_open``), the end of a
+loss-probe episode (``tcp_process_tlp_ack``) and ``tcp_may_raise_cwnd`` are here too.
 """
 from __future__ import annotations
 
@@ -17,17 +19,24 @@ import numpy as np
 from numba import njit
 
 from .congestion import cc_ssthresh
-from .jiffies import tcp_rack_reo_expiry
+from .jiffies import inet_csk_rto_expiry, tcp_rack_reo_expiry
 from .layout import (EV_REO, F_CWND, F_DUPACKS, F_HIGH_LOST_U, F_HIGH_SACK_U, F_HIGH_SEQ, F_LOST, F_MARK_PTR,
                      F_MIN_RTT, F_NXT_U, F_PRR_DELIV, F_PRR_OUT, F_RACK_ADV, F_RACK_PTR, F_RACK_RTT, F_RACK_U,
                      F_RACK_X, F_RECOVER_FS, F_REO_EVT, F_RETRANS, F_RTX_HINT, F_SACKED, F_SND_NXT, F_SND_UNA,
                      F_SSTHRESH, F_STATE, F_TLP_HIGH, F_UNA_U, G_RECOV, INF, P_FACK, P_LOSS_TIMERS, P_RACK_TIME, P_REO_TIMER,
-                     P_SACK, P_UCAP, RACK_REO_WND_4X_NS, ST_OPEN, ST_RECOVERY, UF_EVER, UF_HEAD, UF_LOST, UF_RETRANS,
+                     P_SACK, P_UCAP, F_CWND_CNT, F_TLP_RETRANS, F_BACKOFF, F_RTO, F_TAT, F_TKIND, P_MAX_RTO, P_RTO_TIMER, TK_RTO, TK_TLP,
+                     RACK_REO_WND_4X_NS, ST_OPEN, ST_RECOVERY, UF_EVER, UF_HEAD, UF_LOST, UF_RETRANS,
                      UF_SACKED, F_MSS, F_PROBE_MTU, F_PROBE_S, F_SEARCH_HI, ST_LOSS)
 from .world import heap_push
 
 
 # -- units (the sender's scoreboard ring) -----------------------------------
+
+@njit(cache=True, nogil=True, _nrt=False)
+def rto_at(W, f, now):
+    """When the RTO armed now fires (tcp_reset_xmit_timer(ICSK_TIME_RETRANS, backed-off icsk_rto))."""
+    return inet_csk_rto_expiry(W.P[P_RTO_TIMER], now, W.F[f, F_RTO], W.F[f, F_BACKOFF], W.P[P_MAX_RTO])
+
 
 @njit(cache=True, nogil=True, _nrt=False)
 def in_flight(F, f):
@@ -173,6 +182,11 @@ def mark_lost(W, f, now):
             if F[f, F_REO_EVT] < 0 or at < F[f, F_REO_EVT]:
                 if heap_push(W, at, EV_REO, f, 0):
                     F[f, F_REO_EVT] = at
+            if F[f, F_TKIND] == TK_TLP:
+                # one retransmit timer (icsk_pending): arming ICSK_TIME_REO_TIMEOUT replaces the loss
+                # probe; tcp_rack_reo_timeout then rearms the RTO
+                F[f, F_TKIND] = TK_RTO
+                F[f, F_TAT] = rto_at(W, f, now)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -265,6 +279,52 @@ def recovery_state(W, f, prior_infl):
         F[f, F_TLP_HIGH] = -1
         W.G[G_RECOV] += 1
     return state
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def tcp_try_keep_open(W, f):
+    """Whether the kernel's state is Open rather than Disorder (tcp_try_keep_open): no SACKed or
+    lost segment (tcp_left_out) and no retransmission done (tcp_any_retrans_done: retrans_out, or
+    the head skb was ever retransmitted). The kit's ST_OPEN holds both; loss probes need Open."""
+    F = W.F
+    if F[f, F_STATE] != ST_OPEN or F[f, F_SACKED] > 0 or F[f, F_LOST] > 0 or F[f, F_RETRANS] > 0:
+        return False
+    una = F[f, F_UNA_U]
+    return una >= F[f, F_NXT_U] or (W.U[f, una & (W.P[P_UCAP] - 1), 2] & UF_EVER) == 0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def tcp_may_raise_cwnd(data_acked):
+    """tcp_may_raise_cwnd without reordering seen (tp->reordering at its default): the cwnd grows only
+    on in-order delivery (RFC 5681), an ACK that advanced snd_una (FLAG_DATA_ACKED); SACK-only
+    duplicate ACKs, as in Disorder behind a hole, raise nothing."""
+    return data_acked
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def tcp_process_tlp_ack(W, f, ack, not_dup):
+    """tcp_process_tlp_ack (5.9+, RFC 8985): the ACK that ends a loss-probe episode.
+
+    An ACK below tlp_high_seq changes nothing. A probe of new data ends once acked. A probe that
+    retransmitted old data ends with a cwnd reduction when the ACK passes tlp_high_seq (a loss was
+    repaired: tcp_init_cwnd_reduction, CWR, tcp_end_cwnd_reduction, then Open again), or on a pure
+    duplicate ACK (the original and the probe both arrived; the DSACK case); an ACK of exactly
+    tlp_high_seq leaves the episode open, and no other probe goes out while it is.
+    """
+    F = W.F
+    hi = F[f, F_TLP_HIGH]
+    if hi < 0 or ack < hi:
+        return
+    if F[f, F_TLP_RETRANS] == 0:
+        F[f, F_TLP_HIGH] = -1
+    elif ack > hi:
+        F[f, F_HIGH_SEQ] = F[f, F_SND_NXT]
+        F[f, F_CWND_CNT] = 0
+        F[f, F_SSTHRESH] = cc_ssthresh(W, f)
+        F[f, F_CWND] = max(F[f, F_SSTHRESH], 1)
+        F[f, F_TLP_HIGH] = -1
+    elif not not_dup:
+        F[f, F_TLP_HIGH] = -1
 
 
 @njit(cache=True, nogil=True, _nrt=False)

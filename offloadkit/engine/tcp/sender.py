@@ -25,23 +25,23 @@ from ...codes import ACK, PSH
 from ..segment import (NIC_DROP_GSO, NIC_SW_GSO, nic_chunk_size, nic_effective, segment_flags, segment_ip_id,
                        segment_payload, segments_for)
 from .congestion import cc_ssthresh, cong_avoid, hystart
-from .jiffies import JIFFY_NS, inet_csk_rto_expiry, tcp_schedule_loss_probe
+from .jiffies import JIFFY_NS, tcp_schedule_loss_probe
 from .layout import (AK_ACK, AK_N, AK_S0, AK_TSECR, CC_CUBIC, EV_HOP, EV_TIMER, FF_EPOCH, FP_CC, F_BACKOFF, F_CWND,
                      F_CWND_CNT, F_DUPACKS, F_HIGH_LOST_U, F_HIGH_SACK_U, F_HIGH_SEQ, F_HS_FOUND, F_IPID, F_LOST,
                      F_MARK_PTR, F_MAXOUT, F_MTUP_ON, F_PMSS, F_PROBE_E, F_PROBE_MTU, F_PROBE_S, F_RTX_STAMP,
                      F_SEARCH_HI, F_SEARCH_LO, F_WSTAMP, P_MTU_PROBING, F_MAXOUT_SEQ, F_MIN_RTT, F_MSS, F_NXT_U, F_PRR_OUT, F_RACK_PTR, F_RETRANS,
                      F_RETX_UNITS, F_RTO, F_RTO_STREAK, F_RTTVAR, F_RTX_HINT, F_SACKED, F_SND_NXT, F_SND_UNA, F_SRTT,
-                     F_SSTHRESH, F_STATE, F_TAT, F_TEVT, F_TKIND, F_TLP_HIGH, F_TOTAL, F_UNA_U, G_FTOP, G_HN,
+                     F_SSTHRESH, F_STATE, F_TAT, F_TEVT, F_TKIND, F_TLP_HIGH, F_TLP_RETRANS, F_TOTAL, F_UNA_U, G_FTOP, G_HN,
                      G_NIC_BUSY, G_NIC_DROP_BYTES, G_NIC_DROP_PKTS, G_RETX_PKTS, G_RETX_UNITS, G_RTOS, G_SENT_BYTES,
                      G_SENT_PKTS, G_TLPS, G_WIRE_BYTES, G_WIRE_PKTS, INF, MAX_TCP_HEADER_1, PK_FLAGS, PK_FLOW,
                      PK_IPID, PK_IPLEN, PK_LEN, PK_RETX, PK_SEQ, PK_SKB_LEN, PK_SKB_SEGS, PK_TS, P_GSO, P_GSO_MAX_SEGS, P_GSO_MAX_SIZE,
                      P_MAX_RTO, P_MIN_RTO, P_NIC, P_NIC_RATE, P_PRR_UNA, P_PSH_GSO, P_RTX_TSO, P_RWND, P_SACK, P_THL,
-                     P_LOSS_TIMERS, P_RTO_TIMER, P_TLP, P_TS, P_TSO, P_TSO_DEFER, P_UCAP, ST_LOSS, ST_OPEN, ST_RECOVERY,
+                     P_LOSS_TIMERS, P_TLP, P_TS, P_TSO, P_TSO_DEFER, P_UCAP, ST_LOSS, ST_OPEN, ST_RECOVERY,
                      TK_NONE, TK_RTO, TK_TLP, UF_EVER,
                      UF_HEAD, UF_LOST, UF_RETRANS, UF_SACKED)
 from .mtu import MTUP_BLACKHOLE_NS, TCP_PROBE_THRESHOLD, tcp_mtu_probing, tcp_mtup_probe_success, tcp_sync_mss
-from .recovery import (find_unit, in_flight, mark_lost, mark_one, prr, rack_update, recovery_state, skip_sacked,
-                       split_unit)
+from .recovery import (find_unit, in_flight, mark_lost, mark_one, prr, rack_update, recovery_state, rto_at,
+                       skip_sacked, split_unit, tcp_may_raise_cwnd, tcp_process_tlp_ack, tcp_try_keep_open)
 from .world import heap_push, pk_alloc, pk_free, rec_pkt, ser_ns
 
 
@@ -58,27 +58,22 @@ def arm(W, f, kind, at):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _rto_at(W, f, now):
-    """When the RTO armed now fires (tcp_reset_xmit_timer(ICSK_TIME_RETRANS, backed-off icsk_rto))."""
-    return inet_csk_rto_expiry(W.P[P_RTO_TIMER], now, W.F[f, F_RTO], W.F[f, F_BACKOFF], W.P[P_MAX_RTO])
-
-
-@njit(cache=True, nogil=True, _nrt=False)
 def set_timer(W, f, now):
-    """tcp_set_xmit_timer: a loss probe in Open state, else the RTO; none when nothing is out."""
+    """tcp_set_xmit_timer: a loss probe in Open state (tcp_schedule_loss_probe: not in Disorder,
+    Recovery or Loss), else the RTO; none when nothing is out."""
     F = W.F
     P = W.P
     out = F[f, F_NXT_U] - F[f, F_UNA_U]
     if out <= 0:
         F[f, F_TKIND] = TK_NONE
         return
-    rto_at = _rto_at(W, f, now)
-    if P[P_TLP] and F[f, F_STATE] == ST_OPEN and F[f, F_TLP_HIGH] < 0 and P[P_SACK]:
+    rto_due = rto_at(W, f, now)
+    if P[P_TLP] and F[f, F_TLP_HIGH] < 0 and P[P_SACK] and tcp_try_keep_open(W, f):
         at = tcp_schedule_loss_probe(P[P_LOSS_TIMERS], now, F[f, F_SRTT], out == 1, P[P_MIN_RTO])
-        if at < rto_at:
+        if at < rto_due:
             arm(W, f, TK_TLP, at)
             return
-    arm(W, f, TK_RTO, rto_at)
+    arm(W, f, TK_RTO, rto_due)
 
 
 # -- the sender ---------------------------------------------------------------
@@ -344,7 +339,7 @@ def xmit(W, f, now, push_one):
             # a retransmission larger than the current MSS (after PMTU discovery) is a GSO packet
             _emit(W, f, now, s, e - s, 1)
             if u == F[f, F_UNA_U]:
-                arm(W, f, TK_RTO, _rto_at(W, f, now))     # the head went out again: restart the RTO
+                arm(W, f, TK_RTO, rto_at(W, f, now))     # the head went out again: restart the RTO
             u += k
         F[f, F_RTX_HINT] = u
     # 2) new data, after an MTU probe when one is due
@@ -425,7 +420,10 @@ def on_reo(W, f, now):
             prr(W, f, 1, False)                          # tcp_enter_recovery + tcp_cwnd_reduction(sk, 1, 0)
         send(W, f, now)
     if F[f, F_TKIND] != TK_RTO:
-        set_timer(W, f, now)
+        if F[f, F_NXT_U] > F[f, F_UNA_U]:
+            arm(W, f, TK_RTO, rto_at(W, f, now))         # tcp_rearm_rto: never a loss probe here
+        else:
+            F[f, F_TKIND] = TK_NONE
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -463,8 +461,6 @@ def on_ack(W, f, aid, now):
         F[f, F_SND_UNA] = ack
         F[f, F_DUPACKS] = 0
         F[f, F_RTO_STREAK] = 0
-        if F[f, F_TLP_HIGH] >= 0 and ack >= F[f, F_TLP_HIGH]:
-            F[f, F_TLP_HIGH] = -1
         if F[f, F_UNA_U] < F[f, F_NXT_U]:
             # the head unit may now be partly acked: its first byte moves up (tcp_trim_head)
             W.U[f, F[f, F_UNA_U] & m, 2] |= UF_HEAD
@@ -516,6 +512,7 @@ def on_ack(W, f, aid, now):
         if W.FP[f, FP_CC] == CC_CUBIC:
             hystart(W, f, rtt)
     delivered = acked_units + newly_sacked
+    tcp_process_tlp_ack(W, f, ack, advanced or newly_sacked > 0)
     # loss detection
     if P[P_SACK] == 0 and F[f, F_STATE] == ST_RECOVERY and advanced and ack < F[f, F_HIGH_SEQ]:
         F[f, F_DUPACKS] = 3                                            # NewReno partial ACK: next hole
@@ -529,7 +526,7 @@ def on_ack(W, f, aid, now):
         else:
             ss_ok = retrans_acked and F[f, F_RETRANS] == prior_retrans      # 4.3-5.11: no FLAG_LOST_RETRANS
         prr(W, f, delivered, ss_ok)
-    else:
+    elif tcp_may_raise_cwnd(advanced):
         cong_avoid(W, f, delivered, now)
     if F[f, F_SND_UNA] >= F[f, F_MAXOUT_SEQ]:
         F[f, F_MAXOUT_SEQ] = F[f, F_SND_NXT] + 1
@@ -544,6 +541,54 @@ def on_ack(W, f, aid, now):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def tcp_send_loss_probe(W, f, now):
+    """tcp_send_loss_probe: at most one outstanding probe; new data when the window allows (one
+    MSS when the cwnd is full), else the last MSS again, a retransmission (tlp_retrans); then the RTO."""
+    P = W.P
+    F = W.F
+    m = P[P_UCAP] - 1
+    una = F[f, F_UNA_U]
+    nxt = F[f, F_NXT_U]
+    if F[f, F_TLP_HIGH] >= 0:
+        arm(W, f, TK_RTO, rto_at(W, f, now))
+        return
+    total = F[f, F_TOTAL]
+    wnd_end = F[f, F_SND_UNA] + P[P_RWND]
+    nx = F[f, F_SND_NXT]
+    left = (total - nx) if total >= 0 else INF
+    sent = False
+    if left > 0 and wnd_end - nx >= min(F[f, F_MSS], left) and nxt - una < P[P_UCAP] - 1:
+        # new data, at most one MSS when the cwnd is full (push_one = 2)
+        save = F[f, F_CWND]
+        F[f, F_CWND] = max(F[f, F_CWND], in_flight(F, f) + 1)
+        sent = xmit(W, f, now, True) > 0
+        F[f, F_CWND] = save
+        F[f, F_TLP_RETRANS] = 0
+    else:
+        u = nxt - 1                                   # the last MSS again
+        if W.U[f, u & m, 1] - max(W.U[f, u & m, 0], F[f, F_SND_UNA]) > F[f, F_MSS]:
+            if split_unit(W, f, u, W.U[f, u & m, 1] - F[f, F_MSS]):
+                u += 1
+        fl = W.U[f, u & m, 2]
+        if (fl & UF_SACKED) == 0:
+            W.U[f, u & m, 2] = fl | UF_EVER | UF_HEAD
+            W.U[f, u & m, 3] = now
+            if u < F[f, F_RACK_PTR]:
+                F[f, F_RACK_PTR] = u
+            s = max(W.U[f, u & m, 0], F[f, F_SND_UNA])
+            F[f, F_RETX_UNITS] += 1
+            W.G[G_RETX_UNITS] += 1
+            W.G[G_RETX_PKTS] += 1
+            _emit(W, f, now, s, W.U[f, u & m, 1] - s, 1)
+            F[f, F_TLP_RETRANS] = 1
+            sent = True
+    if sent:
+        W.G[G_TLPS] += 1
+        F[f, F_TLP_HIGH] = F[f, F_SND_NXT]
+    arm(W, f, TK_RTO, rto_at(W, f, now))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def on_timer(W, f, now):
     P = W.P
     F = W.F
@@ -555,35 +600,7 @@ def on_timer(W, f, now):
     if nxt <= una:
         return
     if kind == TK_TLP:
-        W.G[G_TLPS] += 1
-        total = F[f, F_TOTAL]
-        wnd_end = F[f, F_SND_UNA] + P[P_RWND]
-        nx = F[f, F_SND_NXT]
-        left = (total - nx) if total >= 0 else INF
-        if left > 0 and wnd_end - nx >= min(F[f, F_MSS], left) and nxt - una < P[P_UCAP] - 1:
-            # new data, at most one MSS when the cwnd is full (push_one = 2)
-            save = F[f, F_CWND]
-            F[f, F_CWND] = max(F[f, F_CWND], in_flight(F, f) + 1)
-            xmit(W, f, now, True)
-            F[f, F_CWND] = save
-        else:
-            u = nxt - 1                                   # the last MSS again
-            if W.U[f, u & m, 1] - max(W.U[f, u & m, 0], F[f, F_SND_UNA]) > F[f, F_MSS]:
-                if split_unit(W, f, u, W.U[f, u & m, 1] - F[f, F_MSS]):
-                    u += 1
-            fl = W.U[f, u & m, 2]
-            if (fl & UF_SACKED) == 0:
-                W.U[f, u & m, 2] = fl | UF_EVER | UF_HEAD
-                W.U[f, u & m, 3] = now
-                if u < F[f, F_RACK_PTR]:
-                    F[f, F_RACK_PTR] = u
-                s = max(W.U[f, u & m, 0], F[f, F_SND_UNA])
-                F[f, F_RETX_UNITS] += 1
-                W.G[G_RETX_UNITS] += 1
-                W.G[G_RETX_PKTS] += 1
-                _emit(W, f, now, s, W.U[f, u & m, 1] - s, 1)
-        F[f, F_TLP_HIGH] = F[f, F_SND_NXT]
-        arm(W, f, TK_RTO, _rto_at(W, f, now))
+        tcp_send_loss_probe(W, f, now)
         return
     # RTO: tcp_write_timeout's black-hole detection, then tcp_enter_loss
     W.G[G_RTOS] += 1
@@ -615,7 +632,7 @@ def on_timer(W, f, now):
     W.FF[f, FF_EPOCH] = 0.0
     F[f, F_HS_FOUND] = 0                                    # bictcp_state(Loss): HyStart again
     send(W, f, now)
-    arm(W, f, TK_RTO, _rto_at(W, f, now))
+    arm(W, f, TK_RTO, rto_at(W, f, now))
 
 
 @njit(cache=True, nogil=True, _nrt=False)
