@@ -9,8 +9,8 @@ EINVAL) and ``segmenter`` (Linux 4.9, 48d2ab609b6b: software GSO of labelled skb
 
 Live view: the goodput shown is the preset's, over the preset's duration (netperf's
 10 s, or 20 ms when GSO skbs get through), but the live view simulates only the start
-of that run (``PROBES``: 2 s of the broken run, 0.6 s with GRO off, whose 1-MSS skbs
-pass at hundreds of Mb/s, 6 ms of a healthy one) and, once the run has settled,
+of that run (``PROBES``: 2 s of the broken run, 1 s with GRO off, whose 1-MSS skbs
+pass at hundreds of Mb/s (1 s: its stall ends later since the 6.18 loss-probe rules), 6 ms of a healthy one) and, once the run has settled,
 continues it at its measured steady rate (``sim.steady.goodput_over``; within 1 % of
 the full run on the presets, ``tests/ui/test_mpls_live_run.py``). A run that has not
 settled by then is simulated in full. The views and the readout's counters show the
@@ -35,7 +35,7 @@ REPORT = "mpls"
 # (seconds simulated, the tail the steady rate is measured over) per kind of run: the broken run settles
 # after its RTO stall (~0.4 s) into a 0.5-s cycle of loss probes; with GRO off it flows steadily from the
 # end of the stall; a healthy run is steady after its slow-start overshoot (~2 ms)
-PROBES = {"broken": (2.0, 0.5), "flowing": (0.6, 0.25), "healthy": (0.006, 0.25)}
+PROBES = {"broken": (2.0, 0.5), "flowing": (1.0, 0.25), "healthy": (0.006, 0.25)}
 LIVE_TRACE_LIMIT = 1000          # packets recorded per point: the broken run's first 1.2 s (the views show less)
 SEGMENTERS = [("dropped (before 4.9)", "drop-gso"), ("software GSO (4.9 fix, 48d2ab609b6b)", "sw-gso")]
 DROP_REASONS = [("EPROTONOSUPPORT (no mpls_gso module)", "EPROTONOSUPPORT"),

@@ -184,9 +184,9 @@ def test_mpls_gro_off_jump_is_explained():
 
 def test_mpls_live_run_simulates_the_start_and_says_so():
     d = ui.dashboard("mpls", mss=1300, gro=False)
-    assert d.result.run.duration_s == 0.6 and d.result.extra["full_s"] == 10
-    assert "over 10 s (the first 600 ms simulated, then its steady rate)" in d.readout_text
-    assert "in the 600 ms simulated: drops" in d.readout_text
+    assert d.result.run.duration_s == 1.0 and d.result.extra["full_s"] == 10
+    assert "over 10 s (the first 1 s simulated, then its steady rate)" in d.readout_text
+    assert "in the 1 s simulated: drops" in d.readout_text
 
 
 def test_vxlan_matches_the_preset():
