@@ -92,10 +92,17 @@ def gso_skbs_pass(s: dict) -> bool:
     return not s["mpls"] or s["segmenter"] != "drop-gso" or not (tso_requires_tx_csum(s["tso"], s["tx_csum"]) or s["gso"])
 
 
+def duration_s(s: dict) -> float:
+    """Simulated seconds: ``duration_s``, else ``healthy_duration_s`` when GSO skbs pass (steady state),
+    else netperf's 10 s."""
+    if s["duration_s"] is not None:
+        return float(s["duration_s"])
+    return float(s["healthy_duration_s"]) if gso_skbs_pass(s) else float(_F.value("netperf_duration_s"))
+
+
 def scenario(s: dict) -> Scenario:
     rate = s["rate_bps"] if s["rate_bps"] is not None else fitted_rate_bps()
-    dur = s["duration_s"] if s["duration_s"] is not None else (
-        s["healthy_duration_s"] if gso_skbs_pass(s) else float(_F.value("netperf_duration_s")))
+    dur = duration_s(s)
     nic_model = s["segmenter"] if (s["mpls"] or s["segmenter"] != "drop-gso") else "hw-tso"
     return Scenario(
         tcp=Tcp(mss=None if s["mss"] is None else int(s["mss"]), psh_on_gso=False,

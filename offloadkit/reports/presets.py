@@ -27,7 +27,10 @@ import functools
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
+import numpy as np
+
 from ..engine.segment import check_mss_fits, mss_from_mtu
+from ..trace import Trace
 from . import get   # defined once, in offloadkit.reports; re-exported for the commands
 from .facts import REPORT_IDS
 from .table import Reproduction
@@ -132,10 +135,12 @@ class PresetRun:
     """
 
     def __init__(self, report: str, variant: str, settings: dict, result, points: tuple[str, ...],
-                 trace_fn: Callable[[], object], goodput_bps: float, info: dict | None = None):
+                 trace_fn: Callable[[], object], goodput_bps: float, info: dict | None = None,
+                 point_fn: Callable[[str], object] | None = None):
         self.report, self.variant, self.settings, self.result = report, variant, settings, result
         self.points = tuple(points)
         self._trace_fn = trace_fn
+        self._point_fn = point_fn
         self.goodput_bps = float(goodput_bps)
         self.info = dict(info or {})
 
@@ -144,11 +149,21 @@ class PresetRun:
         return self._trace_fn()
 
     def at(self, point: str):
-        """The packets seen at ``point`` (ValueError lists the report's points)."""
+        """The packets seen at ``point`` (ValueError lists the report's points); with ``point_fn``
+        (the engine keeps one trace per point) without building ``trace``."""
         if point not in self.points:
             raise ValueError(f"report {self.report!r} has no capture point {point!r}; "
                              f"its points are {', '.join(self.points)}")
+        if self._point_fn is not None and "trace" not in self.__dict__:
+            return self._point_fn(point)
         return self.trace.at(point)
+
+
+def labelled(t: Trace, points: tuple[str, ...], point: str, meta: dict | None = None) -> Trace:
+    """``t`` (one capture point's packets) as ``Trace.at(point)`` of a trace with ``points`` returns it."""
+    cols = dict(t.columns)
+    cols["point"] = np.full(len(t), points.index(point), dtype=cols["point"].dtype)
+    return Trace(cols, points, dict(t.meta if meta is None else meta))
 
     def __repr__(self) -> str:
         return (f"<PresetRun {self.report}/{self.variant}: {self.goodput_bps / 1e6:.4g} Mb/s goodput, "

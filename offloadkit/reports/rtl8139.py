@@ -46,6 +46,7 @@ POINT_HELP = {"guest": "inside the guest, before the emulated NIC (TSO super-pac
               "laptop": "at the receiving laptop (after its GRO)"}
 
 _F = load_facts(REPORT)
+REQUEST_BYTES = int(_F.value("request_payload_bytes"))   # the HTTP GET in front of the download
 GUEST_KERNEL = tuple(int(x) for x in str(_F.value("guest_kernel")).split(".")[:2])   # (4, 4)
 KB = 1000.0
 TSO_RETRANSMITS_SINCE = (4, 7)   # "tcp-tso: do not split TSO packets at retransmit time"; 4.4 retransmits 1 MSS
@@ -141,9 +142,8 @@ def run(variant: str = "broken", **overrides) -> PresetRun:
     res = _simulate(sc)
 
     def build() -> Trace:
-        req = int(_F.value("request_payload_bytes"))
-        t = tcpsetup.with_setup(res.trace, POINTS, peer_mss_option=peer_clamp(s),
-                                own_mss_option=int(s["mtu"]) - 40, request_bytes=req, rtt_ns=sc.base_rtt_ns)
+        t = tcpsetup.with_setup(res.trace, POINTS, peer_mss_option=peer_clamp(s), own_mss_option=int(s["mtu"]) - 40,
+                                request_bytes=REQUEST_BYTES, rtt_ns=sc.base_rtt_ns)
         return Trace(t.columns, t.points, {"report": REPORT, "variant": variant, "scenario": sc})
 
     return PresetRun(REPORT, variant, s, res, POINTS, build, res.goodput_bps,
@@ -152,6 +152,13 @@ def run(variant: str = "broken", **overrides) -> PresetRun:
 
 
 # ------------------------------------------------------------------ what the traces show
+
+
+def established(run: PresetRun, t: Trace) -> Trace:
+    """Rows of ``run.result`` (the simulation, no handshake) numbered as ``run.trace`` numbers them."""
+    return tcpsetup.established(t, request_bytes=REQUEST_BYTES, rtt_ns=run.result.scenario.base_rtt_ns)
+
+
 def first_super_packet(run: PresetRun):
     """(guest super-packet, its macvtap segments) of the first multi-segment send."""
     g = run.at("guest")

@@ -36,7 +36,7 @@ from ..engine import cpu
 from ..sim import host_paths, hosts
 from ..trace import Trace
 from .facts import load_facts
-from .presets import Fit, Knob, PresetRun, Variant, settings_for, settings_mss, solve_linear
+from .presets import Fit, Knob, PresetRun, Variant, labelled, settings_for, settings_mss, solve_linear
 from .table import Reproduction
 
 REPORT = "splice"
@@ -138,7 +138,10 @@ def run(variant: str = "broken", **overrides) -> PresetRun:
         t = Trace.concat([res.traces[p].with_point(p) for p in POINTS])
         return Trace(t.columns, t.points, {"report": REPORT, "variant": variant})
 
-    return PresetRun(REPORT, variant, s, res, POINTS, build, res.rate_bps,
+    def point(p: str) -> Trace:
+        return labelled(res.traces[p], POINTS, p, {"report": REPORT, "variant": variant})
+
+    return PresetRun(REPORT, variant, s, res, POINTS, build, res.rate_bps, point_fn=point,
                      info={"bottleneck": res.bottleneck, "cpu": res.utilisation()["cpu"],
                            "wire_rate_bps": res.wire_rate_bps, "segments_per_skb": res.info["segments_per_skb"]})
 

@@ -60,11 +60,7 @@ def with_setup(sim: Trace, points: tuple[str, ...], *, peer_mss_option: int, own
     ts_s, ts_r = int(first.tsval[0]), int(first.tsecr[0])
     t_rtt_ms = rtt_ns // 1_000_000
     ws = linux_wscale()
-    if server_port is None:
-        own_port, peer_port = int(first.sport[0]), int(first.dport[0])
-    else:
-        own_port = server_port
-        peer_port = int(first.dport[0]) if int(first.dport[0]) != server_port else int(first.sport[0])
+    own_port, peer_port = connection_ports(first, server_port)
     S, A, P = codes.SYN, codes.ACK, codes.PSH
     own_win, peer_win = TCP_INIT_RWND_SEGS * (own_mss_option - 12), TCP_INIT_RWND_SEGS * (peer_mss_option - 12)
     # direction, seq, ack, flags, payload, mss option, wscale, sackok, time, tsval, tsecr, window
@@ -99,12 +95,7 @@ def with_setup(sim: Trace, points: tuple[str, ...], *, peer_mss_option: int, own
         dst_ip=np.where(col(0) == 0, first.dst_ip[0], first.src_ip[0]),
         sport=np.where(col(0) == 0, own_port, peer_port), dport=np.where(col(0) == 0, peer_port, own_port),
         ttl=np.full(n, 64), ip_id=np.where(col(3) == (S | A), 0, np.arange(n)))
-    d = sim.direction == 0
-    body = sim.replace(
-        time_ns=sim.time_ns + rtt_ns + 3000,
-        ack=np.where(d, (sim.ack.astype(np.int64) + request_bytes) & 0xFFFFFFFF, sim.ack),
-        seq=np.where(d, sim.seq, (sim.seq.astype(np.int64) + request_bytes) & 0xFFFFFFFF),
-        sport=np.where(d, own_port, peer_port), dport=np.where(d, peer_port, own_port))
+    body = established(sim, request_bytes=request_bytes, rtt_ns=rtt_ns, server_port=server_port)
     parts = []
     for p in points:
         code = sim.point_code(p)
@@ -112,6 +103,29 @@ def with_setup(sim: Trace, points: tuple[str, ...], *, peer_mss_option: int, own
         parts.append(body.at(p))
     out = Trace.concat(parts)
     return Trace(out.columns, out.points, dict(sim.meta))
+
+
+def connection_ports(first: Trace, server_port: int | None) -> tuple[int, int]:
+    """(the sender's port, the peer's) of the connection whose first data packet is ``first``."""
+    if server_port is None:
+        return int(first.sport[0]), int(first.dport[0])
+    return server_port, int(first.dport[0]) if int(first.dport[0]) != server_port else int(first.sport[0])
+
+
+def established(sim: Trace, *, request_bytes: int = 0, rtt_ns: int, server_port: int | None = 80) -> Trace:
+    """Simulated rows (one flow) as ``with_setup`` puts them behind the handshake: one RTT later, on
+    ``server_port``, the reverse sequence space shifted by the request. A few rows (an excerpt) cost
+    what they are; ``with_setup`` of the whole run is not needed for them."""
+    data = sim[(sim.direction == 0) & (sim.payload_len > 0)]
+    if len(data) == 0:
+        return sim
+    own_port, peer_port = connection_ports(data[0], server_port)
+    d = sim.direction == 0
+    return sim.replace(
+        time_ns=sim.time_ns + rtt_ns + 3000,
+        ack=np.where(d, (sim.ack.astype(np.int64) + request_bytes) & 0xFFFFFFFF, sim.ack),
+        seq=np.where(d, sim.seq, (sim.seq.astype(np.int64) + request_bytes) & 0xFFFFFFFF),
+        sport=np.where(d, own_port, peer_port), dport=np.where(d, peer_port, own_port))
 
 
 # ------------------------------------------------------------------ comparing tcpdump text

@@ -28,7 +28,7 @@ from ..sim import host_paths, hosts
 from ..sim.scenario import rx_csum_mode, tso_requires_tx_csum
 from ..trace import Trace
 from .facts import load_facts
-from .presets import Fit, Knob, PresetRun, Variant, settings_for, settings_mss, solve_linear
+from .presets import Fit, Knob, PresetRun, Variant, labelled, settings_for, settings_mss, solve_linear
 from .table import Reproduction
 
 REPORT = "vlan-nat"
@@ -141,7 +141,10 @@ def run(variant: str = "broken", **overrides) -> PresetRun:
         t = Trace.concat([res.traces[p].with_point(p) for p in POINTS])
         return Trace(t.columns, t.points, {"report": REPORT, "variant": variant})
 
-    return PresetRun(REPORT, variant, s, res, POINTS, build, res.rate_bps,
+    def point(p: str) -> Trace:
+        return labelled(res.traces[p], POINTS, p, {"report": REPORT, "variant": variant})
+
+    return PresetRun(REPORT, variant, s, res, POINTS, build, res.rate_bps, point_fn=point,
                      info={"bottleneck": res.bottleneck, "utilisation": res.utilisation(),
                            "csum_partial_share": res.share("csum_partial")})
 

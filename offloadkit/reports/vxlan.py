@@ -27,7 +27,7 @@ from ..engine import cpu
 from ..sim import host_paths, hosts
 from ..trace import Trace
 from .facts import load_facts
-from .presets import Fit, Knob, PresetRun, Variant, settings_for, settings_mss, solve_linear
+from .presets import Fit, Knob, PresetRun, Variant, labelled, settings_for, settings_mss, solve_linear
 from .table import Reproduction
 
 REPORT = "vxlan"
@@ -124,8 +124,11 @@ def run(variant: str = "broken", **overrides) -> PresetRun:
         t = Trace.concat([res.traces["nic"].with_point("nic"), tap.with_point("tap")])
         return Trace(t.columns, t.points, {"report": REPORT, "variant": variant})
 
+    def point(p: str) -> Trace:
+        return labelled(res.traces[p], POINTS, p, {"report": REPORT, "variant": variant})
+
     util = res.utilisation()
-    return PresetRun(REPORT, variant, s, res, POINTS, build, res.rate_bps,
+    return PresetRun(REPORT, variant, s, res, POINTS, build, res.rate_bps, point_fn=point,
                      info={"bottleneck": res.bottleneck, "utilisation": util, "vhost_cpu": util["vhost"],
                            "tap_payload_max": int(tap.payload_len.max()),
                            "tap_payload_min": int(tap.payload_len.min()),

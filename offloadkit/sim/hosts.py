@@ -1,6 +1,7 @@
 """Host profiles (``data/hosts/<name>.json``): every CPU constant with its source."""
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -24,6 +25,13 @@ def _const(d: dict, key: str, where: str) -> float:
         raise ValueError(f"{where}: missing constant {key!r} (an object with value/unit/source)") from None
 
 
+@functools.lru_cache(maxsize=16)
+def _parsed(path: str, mtime_ns: int, size: int) -> dict:
+    """The file's JSON, parsed once per version of the file (a dashboard loads its host on every change).
+    Treat it as read-only: ``load_host`` copies what it keeps."""
+    return json.loads(Path(path).read_text())
+
+
 def load_host(name: str | Path) -> HostProfile:
     """Load a host profile by name (``list_hosts()``) or path."""
     path = Path(name)
@@ -31,15 +39,16 @@ def load_host(name: str | Path) -> HostProfile:
         path = hosts_dir() / f"{name}.json"
     if not path.exists():
         raise ValueError(f"no host profile {str(name)!r}; available: {list_hosts()}")
-    d = json.loads(path.read_text())
+    st = path.stat()
+    d = _parsed(str(path), st.st_mtime_ns, st.st_size)
     where = path.name
     consts = {}
     for k, v in d.items():
         if isinstance(v, dict) and "value" in v:
-            consts[k] = v
+            consts[k] = dict(v)
     mem_raw = d.get("memory", {})
     memory = {k: float(v["value"]) for k, v in mem_raw.items()}
-    consts.update({f"memory.{k}": v for k, v in mem_raw.items()})
+    consts.update({f"memory.{k}": dict(v) for k, v in mem_raw.items()})
     miss_ns = memory.get("miss_ns", 0.0)
     stages = {}
     for sname, sd in d["stages"].items():

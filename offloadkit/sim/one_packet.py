@@ -21,6 +21,7 @@ sections on TSO/GSO, GRO and checksum offload):
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -67,15 +68,51 @@ def max_mss(mtu: int, ip_version: int = 4) -> int:
     return mss_from_mtu(int(mtu), timestamps=True, ip_hlen=ip_hlen(ip_version))
 
 
-def marked_lines(t: Trace) -> list[str]:
-    """``tcpdump -n -S -t`` lines of ``t``; a dropped packet gets its drop reason after its line."""
+def packet_lines(t: Trace) -> list[list[str]]:
+    """Per packet of ``t``, its ``tcpdump -n -S -t`` lines (an encapsulated packet: outer line, then the
+    inner one); a dropped packet gets its drop reason after its line."""
     if len(t) == 0:
         return []
-    out = []
-    for line, d in zip(render(t, relative=False, time=False), t.drop):
-        line = line + (f"  ✗ dropped here ({codes.DROP_NAMES.get(int(d), d)})" if d else "")
-        out.extend(line.split("\n"))      # an encapsulated packet: outer line, then the inner one
-    return out
+    return [(line + (f"  ✗ dropped here ({codes.DROP_NAMES.get(int(d), d)})" if d else "")).split("\n")
+            for line, d in zip(render(t, relative=False, time=False), t.drop)]
+
+
+def marked_lines(t: Trace) -> list[str]:
+    """``tcpdump -n -S -t`` lines of ``t``; a dropped packet gets its drop reason after its line."""
+    return [line for lines in packet_lines(t) for line in lines]
+
+
+class PointLines(Mapping):
+    """{point: ``marked_lines`` of its packets}, each point printed when first read; ``head`` prints
+    only the first packets (a live view shows a few lines of hundreds of packets)."""
+
+    def __init__(self, by_point: Mapping[str, Trace]):
+        self._by_point, self._lines = by_point, {}
+
+    def __getitem__(self, point: str) -> list[str]:
+        if point not in self._lines:
+            self._lines[point] = marked_lines(self._by_point[point])
+        return self._lines[point]
+
+    def __iter__(self):
+        return iter(self._by_point)
+
+    def __len__(self) -> int:
+        return len(self._by_point)
+
+    def head(self, point: str, max_lines: int) -> tuple[list[str], int]:
+        """(the lines of the first whole packets at ``point`` that fit ``max_lines``, at least one;
+        how many packets they are)."""
+        lines, n = [], 0
+        for rows in packet_lines(self._by_point[point][:max_lines]):
+            if n and len(lines) + len(rows) > max_lines:
+                break
+            lines += rows
+            n += 1
+        return lines, n
+
+    def __repr__(self) -> str:
+        return f"PointLines({', '.join(self._by_point)})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,7 +121,7 @@ class OnePacket:
 
     settings: dict
     trace: Trace                       # all capture points (POINTS), dropped packets included
-    lines: dict[str, list[str]]        # tcpdump lines of every packet at each point, drops marked
+    lines: Mapping[str, list[str]]     # tcpdump lines of every packet at each point, drops marked (PointLines)
     passes: checksum.CsumPasses        # software checksum passes, sender and receiver
     gro: GroResult
     tso_effective: bool
@@ -228,7 +265,7 @@ def one_packet(mss: int = 1448, mtu: int = 1500, payload: int = 2880, tso: bool 
                           hop_t.with_point(POINTS[2]), g.out.with_point(POINTS[3])])
     trace = Trace(trace.columns, POINTS, trace.meta)
     seen = {POINTS[0]: sender, POINTS[1]: wire, POINTS[2]: hop_t, POINTS[3]: g.out}
-    lines = {p: marked_lines(t) for p, t in seen.items()}
+    lines = PointLines(seen)
     n_wire_drop = int((wire.drop != 0).sum())
     if n_wire_drop:
         reason = codes.DROP_NAMES[int(wire.drop[wire.drop != 0][0])]

@@ -56,7 +56,15 @@ VIEWS = {
     "sizes": lambda r: views.segment_sizes(r.trace, POINTS, rules=size_rules(r)),
     "checksum": lambda r: views.checksum_passes(r.passes_by_place()),
 }
-TEXTS = {"trace": lambda r: views.excerpt_html(r.lines, {p: r.packets(p) for p in POINTS}, max_lines=8)}
+def trace_panel(r: OnePacket, max_lines: int = 8) -> str:
+    """The first packets' tcpdump lines per point (only those are printed: a write of 64 KB is hundreds)."""
+    heads = {p: r.lines.head(p, max_lines) for p in POINTS}
+    return views.excerpt_html({p: lines for p, (lines, _) in heads.items()}, {p: r.packets(p) for p in POINTS},
+                              max_lines=max_lines, hidden={p: r.packets(p) - n for p, (_, n) in heads.items()},
+                              fixed=True)
+
+
+TEXTS = {"trace": trace_panel}
 
 DESCRIPTION = ("<p style='margin:2px 0 6px 0;max-width:100%'>One TCP write of <i>payload</i> bytes leaves "
                "the sender (MSS = TCP payload bytes per segment), crosses one link of the given MTU inside the "

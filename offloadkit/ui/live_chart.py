@@ -7,8 +7,10 @@ as one JSON text (ipywidgets walks every list and dict of a synced value looking
 for binary buffers: 600 rows of a Stevens graph cost 15-20 ms that way, a string
 nothing). Assigning ``.chart`` sends only the part that changed, so a data-only change
 carries no marks, encodings or config; in the browser each changed dataset is
-replaced through a Vega changeset (``view.change``: remove all, insert the new
-rows) and the view re-runs. A new shape re-embeds (vega-lite compile, a new SVG).
+changed in place through a Vega changeset (``view.change``: the shown tuples paired
+with the new rows by position, fields that differ modified, the rest removed or
+inserted), so vega keeps the marks and their SVG elements, and the view re-runs.
+A new shape re-embeds (vega-lite compile, a new SVG).
 
 The widget is an anywidget with its own few lines of JavaScript around
 vega-embed (bundled offline by vl-convert, cached on disk: ``offline.bundle``),
@@ -55,12 +57,33 @@ async function render({ model, el }) {
         for (const name of names) {
             const s = stamp(datasets[name]);
             if (s !== shownData[name]) {
-                api.view.change(name, api.view.changeset().remove(() => true).insert(structuredClone(datasets[name])));
+                api.view.change(name, changeset(api.view.data(name), datasets[name]));
                 shownData[name] = s;
                 changed = true;
             }
         }
         if (changed) await api.view.runAsync();
+    };
+    // The shown tuples become the new rows in place, paired by position: a field that differs is
+    // modified, extra tuples removed, extra rows inserted. Vega keeps the marks (and their SVG
+    // elements) of tuples it keeps, so a change redraws attributes instead of rebuilding the chart.
+    const changeset = (tuples, rows) => {
+        const cs = api.view.changeset(), gone = new Set(), n = Math.min(tuples.length, rows.length);
+        for (let i = 0; i < n; i++) {
+            const t = tuples[i], r = rows[i], keys = Object.keys(r);
+            if (keys.length !== Object.keys(t).length || keys.some((k) => !(k in t))) {
+                gone.add(t);
+                cs.insert(structuredClone(r));
+                continue;
+            }
+            for (const k of keys) {
+                if (t[k] !== r[k] && stamp(t[k]) !== stamp(r[k])) cs.modify(t, k, structuredClone(r[k]));
+            }
+        }
+        for (let i = n; i < tuples.length; i++) gone.add(tuples[i]);
+        if (gone.size) cs.remove((t) => gone.has(t));
+        if (rows.length > n) cs.insert(structuredClone(rows.slice(n)));
+        return cs;
     };
     // The first embed and one update per state message (a new shape and its datasets arrive
     // together), strictly in order; an error is shown and does not stop the updates after it.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -36,10 +36,11 @@ class ReportView:
     rates: list[dict]                    # rows for report_views.rate_comparison
     notes: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
+    goodput: float | None = None         # the goodput shown, when it is not the run's own (a longer run's)
 
     @property
     def goodput_bps(self) -> float:
-        return float(self.run.goodput_bps)
+        return float(self.run.goodput_bps if self.goodput is None else self.goodput)
 
 
 # -- tcpdump excerpts ---------------------------------------------------------------
@@ -79,11 +80,13 @@ def tcpdump_lines(t: Trace, base_seq: int | None = None, base_ack: int | None = 
 
 
 def excerpt(trace: Trace | Mapping[str, Trace], points: Sequence[str], n: int = 8, start_seq: int | None = None,
-            extra_rows: Mapping[str, Trace] | None = None,
-            relative_seq: bool = True) -> tuple[dict[str, list[str]], Trace]:
+            extra_rows: Mapping[str, Trace] | None = None, relative_seq: bool = True,
+            rewrite: Callable[[Trace], Trace] | None = None) -> tuple[dict[str, list[str]], Trace]:
     """(tcpdump lines per point, the window of packets) for the first ``n`` data packets
     at each point from ``start_seq``, plus ``extra_rows`` (e.g. the first retransmission).
-    ``trace``: a Trace with every point, or {point: its packets} (saves re-selecting)."""
+    ``trace``: a Trace with every point, or {point: its packets} (saves re-selecting).
+    ``rewrite``: applied to the window's rows before they are printed (e.g. the report's
+    connection numbering, ``reports.rtl8139.established``)."""
     ats = trace if isinstance(trace, Mapping) else {p: trace.at(p) for p in points}
     first = None
     for p in points:
@@ -91,18 +94,26 @@ def excerpt(trace: Trace | Mapping[str, Trace], points: Sequence[str], n: int = 
         if len(w):
             first = w
             break
-    base_seq = int(first.seq[0]) if first is not None and relative_seq else None
-    base_ack = int(first.ack[0]) if first is not None and relative_seq else None
-    lines, parts = {}, []
-    for p in points:
-        w = data_window(ats[p], n, start_seq)
+    parts = []
+    for p in points:                        # each point's rows, then its extra rows: one concat in all
+        parts.append(data_window(ats[p], n, start_seq).with_point(p))
         more = (extra_rows or {}).get(p)
         if more is not None and len(more):
-            w = Trace.concat([w, more])
-        lines[p] = tcpdump_lines(w, base_seq, base_ack)
-        parts.append(w.with_point(p))
-    window = Trace.concat(parts)
-    return lines, Trace(window.columns, tuple(points), window.meta)
+            parts.append(more.with_point(p))
+    window = Trace.concat(parts)            # its points: every part's, in order of appearance; renumber
+    points = tuple(points)
+    code = np.array([points.index(q) if q in points else 0 for q in window.points], dtype=np.uint8)
+    window = Trace({**window.columns, "point": code[window.point]}, points, window.meta)
+    shown = rewrite(window) if rewrite is not None else window
+    if first is not None and relative_seq and len(window):
+        base = rewrite(first) if rewrite is not None else first
+        shown = relative(shown, int(base.seq[0]), int(base.ack[0]))
+    code = shown.point
+    lines = {}
+    for k, p in enumerate(points):          # a point's rows are contiguous: slices, no copies
+        rows = np.flatnonzero(code == k)
+        lines[p] = tcpdump_lines(shown[int(rows[0]):int(rows[-1]) + 1] if len(rows) else shown[:0])
+    return lines, window
 
 
 # -- readouts and snapshots -----------------------------------------------------
@@ -160,7 +171,7 @@ def packet_counts(window: Trace) -> dict[str, int]:
 
 def excerpt_panel(r: ReportView, max_lines: int) -> str:
     """The tcpdump excerpt of a report dashboard as text panels."""
-    return excerpt_html(r.lines, packet_counts(r.window), max_lines=max_lines)
+    return excerpt_html(r.lines, packet_counts(r.window), max_lines=max_lines, fixed=True)
 
 
 def static_html(r: ReportView) -> str:

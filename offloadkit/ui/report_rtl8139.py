@@ -56,8 +56,7 @@ def compute(v: dict, refs: list[dict]) -> ReportView:
     if v["gro"] and res.received_packets and res.gro_packets >= res.received_packets:
         notes.append(f"GRO is on at the laptop but merged nothing ({res.received_packets} packets arrived, "
                      f"{res.gro_packets} went up the stack): at this link rate each NAPI poll finds one packet.")
-    trace = run.trace
-    ats = {p: trace.at(p) for p in m.POINTS}
+    ats = {p: run.result.at(p) for p in m.POINTS}      # the simulation's rows: no handshake (not shown)
     g = ats["guest"]
     supers = np.nonzero((g.direction == 0) & (g.gso_segs > 1))[0]
     start = int(g.seq[supers[0]]) if len(supers) else None
@@ -66,7 +65,8 @@ def compute(v: dict, refs: list[dict]) -> ReportView:
         rtx = m.first_retransmission(ats[p])
         if rtx is not None:
             extra[p] = rtx
-    lines, window = excerpt(ats, m.POINTS, n=6, start_seq=start, extra_rows=extra)
+    lines, window = excerpt(ats, m.POINTS, n=6, start_seq=start, extra_rows=extra,
+                            rewrite=functools.partial(m.established, run))
     rates = [model_rate("your settings", run.goodput_bps / 8 / KB, "KB/s")] + refs
     return ReportView(REPORT, dict(v), run, lines, window, rates, notes,
                       extra={"hop_payload": max_mss(v["path_mtu"]), "ppp": first_ms(ats["ppp"], STEVENS_WINDOW_MS)})

@@ -68,7 +68,7 @@ def readout(r: ReportView) -> str:
 
 
 VIEWS = {
-    "sizes": lambda r: size_counts_chart(r.run.trace, r.run.points, top=6, width=520,
+    "sizes": lambda r: size_counts_chart(r.extra["ats"], r.run.points, top=6, width=520,
                                          title="packet sizes over the whole train"),
     "throughput": lambda r: rate_comparison(r.rates, "Gb/s (wire)", title="throughput: model vs the report"),
     "cpu": lambda r: views.cpu_profile(r.extra["profile"], top=12),

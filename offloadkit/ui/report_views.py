@@ -59,21 +59,24 @@ def rate_comparison(rows: Sequence[Mapping], unit: str, *, log: bool = False, wi
     return VegaLite(spec)
 
 
-def size_counts_chart(trace: Trace, points: Sequence[str], *, measure: str = "payload", top: int = 8,
-                      width: int = 560, height: int = 180, title: str | None = None) -> VegaLite:
+def size_counts_chart(trace: Trace | Mapping[str, Trace], points: Sequence[str], *, measure: str = "payload",
+                      top: int = 8, width: int = 560, height: int = 180, title: str | None = None) -> VegaLite:
     """Packets per size at each capture point over a whole run (counted with numpy).
 
+    ``trace``: every point in one Trace, or {point: its packets} (no whole-run Trace built).
     The ``top`` most frequent sizes per point are shown; dropped packets are red.
     """
     if measure not in SIZE_TITLES:
         raise ValueError(f"measure must be one of {sorted(SIZE_TITLES)}, not {measure!r}")
     rows = []
-    data = (trace.direction == 0) & (trace.payload_len > 0)       # column masks: no Trace copies
     column = {"payload": "payload_len", "ip_len": "ip_len", "wire": "wire_len"}[measure]
     for p in points:
-        sel = data & (trace.point == trace.points.index(p))
-        values = getattr(trace, column)[sel]
-        fate = np.where(trace.drop[sel] != codes.DROP_NONE, 1, 0)
+        t = trace[p] if isinstance(trace, Mapping) else trace
+        sel = (t.direction == 0) & (t.payload_len > 0)          # column masks: no Trace copies
+        if not isinstance(trace, Mapping):
+            sel &= t.point == t.points.index(p)
+        values = getattr(t, column)[sel]
+        fate = np.where(t.drop[sel] != codes.DROP_NONE, 1, 0)
         key = values.astype(np.int64) * 2 + fate
         k, c = np.unique(key, return_counts=True)
         order = np.argsort(-c, kind="stable")[:top]

@@ -87,7 +87,7 @@ def readout(r: ReportView) -> str:
 
 
 VIEWS = {
-    "sizes": lambda r: size_counts_chart(r.run.trace, r.run.points, top=5, width=560,
+    "sizes": lambda r: size_counts_chart(r.extra["ats"], r.run.points, top=5, width=560,
                                          title="packet sizes over the whole train"),
     "throughput": lambda r: rate_comparison(r.rates, "Mb/s", title="NAT throughput: model vs the report's table"),
     "cpu": lambda r: views.cpu_profile(r.extra["profile"], top=12),

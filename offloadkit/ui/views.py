@@ -126,12 +126,16 @@ def trace_text(lines_by_point: Mapping[str, Sequence[str]], *, max_lines: int = 
 
 
 def excerpt_html(lines_by_point: Mapping[str, Sequence[str]], counts: Mapping[str, int] | None = None, *,
-                 max_lines: int = 10, strip_common: bool = True) -> str:
+                 max_lines: int = 10, strip_common: bool = True, hidden: Mapping[str, int] | None = None,
+                 fixed: bool = False) -> str:
     """tcpdump lines per capture point as HTML text panels that wrap inside their box.
 
     ``counts``: packets per point for the headings (an encapsulated packet prints two
-    lines); by default the number of lines. A head shared by every line (one flow's
-    "IP a.b > c.d: ") is printed once above the panels.
+    lines); by default the number of lines. ``hidden``: packets per point whose lines were
+    not printed at all (``OnePacket.lines.head``), said after the lines. A head shared by
+    every line (one flow's "IP a.b > c.d: ") is printed once above the panels. ``fixed``
+    (a live panel): every box is ``max_lines`` + 1 lines high whatever it holds, lines do not
+    wrap (they scroll), so a recompute redraws the text without moving the charts below it.
     """
     import html
     if not lines_by_point:
@@ -145,11 +149,13 @@ def excerpt_html(lines_by_point: Mapping[str, Sequence[str]], counts: Mapping[st
         shown = [line[cut:] for line in lines[:max_lines]]
         if len(lines) > max_lines:
             shown.append(f"... {len(lines) - max_lines} more lines")
+        elif hidden and hidden.get(point):
+            shown.append(f"... {hidden[point]} more packet{'s' if hidden[point] != 1 else ''}")
         body = html.escape("\n".join(shown) or "(no packets)")
         panels.append(f"<div style='flex:1 1 420px;min-width:0;max-width:100%'>"
                       f"<div style='font-weight:bold;font-size:12px'>{html.escape(point)} "
                       f"({n} packet{'s' if n != 1 else ''})</div>"
-                      f"<pre style='{_PRE}'>{body}</pre></div>")
+                      f"<pre style='{_pre(max_lines + 1) if fixed else _PRE}'>{body}</pre></div>")
     top = (f"<div style='font-family:{MONO};font-size:11px;color:#555'>every line starts with: "
            f"{html.escape(head.rstrip())}</div>") if head else ""
     return (f"<div class='offloadkit-excerpt' style='max-width:100%'>{top}"
@@ -158,6 +164,12 @@ def excerpt_html(lines_by_point: Mapping[str, Sequence[str]], counts: Mapping[st
 
 _PRE = (f"font-family:{MONO};font-size:11px;line-height:1.35;margin:2px 0;white-space:pre-wrap;"
         "overflow-wrap:anywhere;max-width:100%;overflow-x:auto")
+
+
+def _pre(lines: int) -> str:
+    """A <pre> style of a fixed ``lines`` high box: long lines scroll sideways, more lines down."""
+    return (f"font-family:{MONO};font-size:11px;line-height:1.35;margin:2px 0;white-space:pre;"
+            f"max-width:100%;box-sizing:content-box;height:{1.35 * lines:.2f}em;overflow:auto")
 
 
 # -- segment sizes -----------------------------------------------------------
@@ -269,19 +281,21 @@ def time_sequence(trace: Trace, point: str | None = None, *, max_points: int = 3
     retransmissions (segments ending at or below the highest end sent before)
     and drops are coloured. Sequence numbers and times are relative to the first segment.
     """
-    at = trace.at(point) if point else trace
-    data = at[(at.direction == 0) & (at.payload_len > 0)]
-    n = len(data)
+    keep = (trace.direction == 0) & (trace.payload_len > 0)       # column masks: the five columns used, no Trace
+    if point:
+        keep &= trace.point == trace.point_code(point)
+    sel = np.flatnonzero(keep)
+    n = len(sel)
     if n == 0:
         return message_chart(f"no data segments at {point or 'this point'}", width=width)
-    seq = data.seq.astype(np.int64)
+    seq, time_ns = trace.seq[sel].astype(np.int64), trace.time_ns[sel]
     rel = (seq - seq[0]) % (1 << 32)
     rel = np.where(rel > (1 << 31), rel - (1 << 32), rel)
-    end = rel + data.payload_len.astype(np.int64)
+    end = rel + trace.payload_len[sel].astype(np.int64)
     prev_max = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int64).min], end[:-1]]))
     retrans = end <= prev_max
-    fate = np.where(data.drop != 0, "dropped", np.where(retrans, "retransmission", "delivered"))
-    t_ms = (data.time_ns - data.time_ns[0]) / 1e6
+    fate = np.where(trace.drop[sel] != 0, "dropped", np.where(retrans, "retransmission", "delivered"))
+    t_ms = (time_ns - time_ns[0]) / 1e6
     idx = np.arange(n)
     if n > max_points:  # keep every drop and retransmission, thin out the rest
         keep = (fate != "delivered") | (idx % int(np.ceil(n / max_points)) == 0)

@@ -54,4 +54,7 @@ def test_data_only_changes_are_drawn_in_place(rtl_voila, watched):
     assert page.evaluate(KEPT) == {"sizes": True, "throughput": True, "stevens": True}   # changesets, no re-embed
     assert "MSS 1200" in chart_text(page, "sizes") and "MSS 1300" not in chart_text(page, "sizes")
     assert d.result.rates[0]["label"] in chart_text(page, "throughput")
+    # the tuples were changed in place (modified, removed, inserted): one tick per row the kernel sent
+    ticks = len(d.charts["stevens"].spec["datasets"]["segments"])
+    assert page.locator(".offloadkit-chart-stevens g.mark-rule.role-mark line").count() == ticks
     assert watched.external == [] and watched.errors == []

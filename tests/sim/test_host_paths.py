@@ -465,3 +465,17 @@ def test_paths_return_the_packets_their_stages_saw():
     v = P.vm_receive(vx, gro=True, rx_csum="unnecessary")
     assert set(v.traces) == {"nic", "tap"} and not csum.is_vxlan(v.traces["tap"]).any()
     assert int(v.traces["tap"].payload_len.sum()) == int(vx.payload_len.sum())
+
+
+def test_a_host_file_edited_is_read_again(tmp_path):
+    import json
+
+    from offloadkit.sim import hosts
+    src = hosts.hosts_dir() / "x86-2016-veth.json"
+    path = tmp_path / "mine.json"
+    d = json.loads(src.read_text())
+    path.write_text(json.dumps(d))
+    before = hosts.load_host(path).clock_hz
+    d["clock_hz"]["value"] = before * 2
+    path.write_text(json.dumps(d, indent=1))              # another size: a new version of the file
+    assert hosts.load_host(path).clock_hz == before * 2

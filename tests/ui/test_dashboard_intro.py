@@ -86,3 +86,22 @@ def test_an_override_that_does_not_fit_names_the_control():
     with pytest.raises(ValueError, match=r"mss=1460 is outside the control.s range 88..1448"):
         ui.dashboard("intro", mss=1460)
     assert ui.dashboard("intro", mtu=1600, mss=1460).result.sizes("wire") == [1460, 1420]
+
+
+def test_a_big_write_prints_only_the_lines_shown():
+    r = one_packet(payload=40000, mss=1000, mtu=1500)
+    full = r.lines["wire"]                                        # every packet's lines
+    head, n = r.lines.head("wire", 8)
+    assert n == 8 and head == full[:8] and len(full) == 40
+    text = html.unescape(intro.trace_panel(r))
+    assert "wire (40 packets)" in text and "... 32 more packets" in text
+
+
+def test_the_head_holds_whole_packets():
+    from offloadkit import reports
+    from offloadkit.sim.one_packet import PointLines
+    nic = reports.get("vxlan").run("broken").at("nic")[:20]          # VXLAN: outer line, inner line
+    lines = PointLines({"nic": nic})
+    head, n = lines.head("nic", 7)
+    assert n == 3 and head == lines["nic"][:6] and len(lines["nic"]) == 40
+    assert lines.head("nic", 1) == (lines["nic"][:2], 1)             # at least one packet

@@ -157,3 +157,14 @@ def test_schema_validation_catches_a_broken_spec():
     from altair.utils.schemapi import validate_jsonschema
     with pytest.raises(Exception):
         validate_jsonschema({"mark": "nonsense-mark", "encoding": {}}, alt.vegalite.v6.schema.core.load_schema())
+
+
+def test_a_live_excerpt_box_is_as_high_whatever_it_holds():
+    import re
+    styles = lambda html: re.findall(r"<pre style='([^']*)'", html)
+    few = V.excerpt_html({"wire": ["a: x"], "gro": []}, max_lines=6, fixed=True)
+    many = V.excerpt_html({"wire": [f"a: {i}" * 40 for i in range(30)], "gro": ["a: y"] * 6}, max_lines=6,
+                          fixed=True)
+    assert len(set(styles(few) + styles(many))) == 1 and "height:9.45em" in styles(few)[0]   # 7 lines of 1.35
+    assert "white-space:pre;" in styles(few)[0] and "... 24 more lines" in many
+    assert "pre-wrap" in styles(V.excerpt_html({"wire": ["a: x"]}))[0]          # a stored snapshot wraps
